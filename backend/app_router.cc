@@ -1,0 +1,108 @@
+#include "app_router.h"
+
+#include "bytes_app.h"
+#include "counter_store.h"
+#include "delay_app.h"
+#include "echo_app.h"
+#include "static_files.h"
+
+#include <charconv>
+
+namespace portico::backend {
+
+namespace {
+
+constexpr std::string_view kHello = "hello world\n";
+constexpr std::string_view kJson = "application/json";
+
+bool valid_counter_id(std::string_view id) {
+  if (id.empty() || id.size() > 48)
+    return false;
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+          c == '-'))
+      return false;
+  return true;
+}
+
+void status_app(server::Exchange& ex, std::string_view code) {
+  int status = 0;
+  auto r = std::from_chars(code.data(), code.data() + code.size(), status);
+  if (r.ec != std::errc() || r.ptr != code.data() + code.size() || status < 200 || status > 599) {
+    ex.respond(400, "text/plain", "status must be 200..599\n");
+    return;
+  }
+  if (http::status_has_no_body(status)) {
+    http::ResponseHead head;
+    head.status = status;
+    ex.send_head(head);
+    ex.end_response();
+    return;
+  }
+  std::string_view reason = http::reason_phrase(status);
+  char body[64];
+  size_t n = 0;
+  n += static_cast<size_t>(std::to_chars(body, body + 4, status).ptr - body);
+  body[n++] = ' ';
+  size_t k = std::min(reason.size(), sizeof body - n - 1);
+  std::copy_n(reason.data(), k, body + n);
+  n += k;
+  body[n++] = '\n';
+  ex.respond(status, "text/plain", {body, n});
+}
+
+} // namespace
+
+void AppRouter::on_request(server::Exchange& ex) {
+  if (on_each_request)
+    on_each_request();
+  const auto& req = ex.request();
+  std::string_view path = req.path();
+  std::string_view query = req.query();
+  if (path == "/" || path == "/hello") {
+    std::string_view id = http::query_param(query, "id");
+    if (path == "/" && !id.empty())
+      counter(ex, id);
+    else
+      ex.respond(200, "text/plain", kHello);
+  } else if (path == "/counter") {
+    counter(ex, http::query_param(query, "id"));
+  } else if (path == "/echo") {
+    EchoApp::start(ex);
+  } else if (path.starts_with("/status/")) {
+    status_app(ex, path.substr(8));
+  } else if (path == "/delay") {
+    DelayApp::start(ex, http::query_param(query, "ms"), kHello);
+  } else if (path == "/bytes") {
+    BytesApp::start(ex, http::query_param(query, "n"));
+  } else if (files_) {
+    files_->serve(ex);
+  } else {
+    ex.respond(404, "text/plain", "not found\n");
+  }
+}
+
+void AppRouter::counter(server::Exchange& ex, std::string_view id) {
+  if (!valid_counter_id(id)) {
+    ex.respond(400, kJson, "{\"error\":\"id must be 1-48 characters of [A-Za-z0-9_-]\"}\n");
+    return;
+  }
+  std::string error;
+  auto value = counters_.increment(id, &error);
+  if (!value) {
+    std::string body = "{\"error\":\"counter store unavailable: ";
+    for (char c : error)
+      if (c != '"' && c != '\\' && c >= 0x20)
+        body.push_back(c);
+    body += "\"}\n";
+    ex.respond(503, kJson, body);
+    return;
+  }
+  char body[48] = "{\"counter\":";
+  size_t n = 11;
+  n = static_cast<size_t>(std::to_chars(body + n, body + sizeof body - 2, *value).ptr - body);
+  body[n++] = '}';
+  ex.respond(200, kJson, {body, n});
+}
+
+} // namespace portico::backend

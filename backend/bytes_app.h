@@ -1,0 +1,24 @@
+#pragma once
+// /bytes?n=N: a body of N bytes produced as the client takes it (for download and memory
+// tests). The bytes are a repeating pattern, so a client can check them.
+#include "server/exchange.h"
+
+#include <cstdint>
+
+namespace portico::backend {
+
+class BytesApp final : public server::ExchangeListener {
+public:
+  static constexpr int64_t kMaxBytes = int64_t(1) << 40;
+  static void start(server::Exchange& ex, std::string_view n);
+
+  void on_response_writable(server::Exchange& ex) override { produce(ex); }
+  void on_exchange_close(server::Exchange& ex) override { delete this; }
+
+private:
+  explicit BytesApp(int64_t left) : left_(left) {}
+  void produce(server::Exchange& ex);
+  int64_t left_;
+};
+
+} // namespace portico::backend

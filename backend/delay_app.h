@@ -1,0 +1,22 @@
+#pragma once
+// /delay?ms=N: answers after N milliseconds on an ev_timer, so a worker keeps serving others
+// meanwhile (the proxy's timeout and queue tests lean on it).
+#include "server/exchange.h"
+
+namespace portico::backend {
+
+class DelayApp final : public server::ExchangeListener {
+public:
+  static void start(server::Exchange& ex, std::string_view ms, std::string_view body);
+  void on_exchange_close(server::Exchange& ex) override;
+
+private:
+  DelayApp(server::Exchange& ex, std::string_view body) : ex_(ex), body_(body) {}
+  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+
+  server::Exchange& ex_;
+  std::string_view body_;
+  ev_timer timer_;
+};
+
+} // namespace portico::backend

@@ -1,0 +1,40 @@
+#include "echo_app.h"
+
+namespace portico::backend {
+
+void EchoApp::start(server::Exchange& ex) {
+  const auto& req = ex.request();
+  http::ResponseHead head;
+  head.content_length = req.chunked ? -1 : std::max<int64_t>(req.content_length, 0);
+  const http::Header* ct = req.find("content-type");
+  head.add("content-type", ct ? ct->value : "application/octet-stream");
+  ex.send_head(head);
+  if (head.content_length == 0) {
+    ex.end_response();
+    return;
+  }
+  ex.set_listener(new EchoApp);
+}
+
+void EchoApp::on_request_body(server::Exchange& ex, std::string_view data) {
+  ex.send_body(data);
+  if (!paused_ && ex.above_high_watermark()) {
+    paused_ = true;
+    ex.pause_request_body();
+  }
+}
+
+void EchoApp::on_request_end(server::Exchange& ex) {
+  ex.end_response(); // may close the exchange, and delete this, before returning
+}
+
+void EchoApp::on_response_writable(server::Exchange& ex) {
+  if (paused_) {
+    paused_ = false;
+    ex.resume_request_body();
+  }
+}
+
+void EchoApp::on_exchange_close(server::Exchange&) { delete this; }
+
+} // namespace portico::backend

@@ -1,0 +1,22 @@
+#pragma once
+// POST /echo: the request body streamed back as it arrives. When the client reads slower than it
+// sends, reading its body pauses, so memory stays bounded whatever the body's size.
+#include "server/exchange.h"
+
+namespace portico::backend {
+
+class EchoApp final : public server::ExchangeListener {
+public:
+  static void start(server::Exchange& ex);
+
+  void on_request_body(server::Exchange& ex, std::string_view data) override;
+  void on_request_end(server::Exchange& ex) override;
+  void on_response_writable(server::Exchange& ex) override;
+  void on_exchange_close(server::Exchange& ex) override;
+
+private:
+  EchoApp() = default;
+  bool paused_ = false;
+};
+
+} // namespace portico::backend

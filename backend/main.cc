@@ -1,0 +1,31 @@
+// portico-backend: a preforked HTTP/1.1 and h2c app server (hello, counter, echo, static files).
+#include "listen_sockets.h"
+#include "master.h"
+#include "options.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+int main(int argc, char** argv) {
+  using namespace portico::backend;
+  int code = 0;
+  auto opts = parse_options(argc, argv, &code);
+  if (!opts)
+    return code;
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<ListenSocket> sockets;
+  std::string error;
+  const char* starter = std::getenv("SERVER_STARTER_PORT");
+  bool ok = starter && opts->listen.empty()
+                ? inherit_server_starter_sockets(starter, &sockets, &error)
+                : open_listen_sockets(opts->listen.empty() ? std::vector<std::string>{"127.0.0.1:8080"}
+                                                           : opts->listen,
+                                      &sockets, &error);
+  if (!ok) {
+    std::fprintf(stderr, "portico-backend: %s\n", error.c_str());
+    return 1;
+  }
+  Master master(std::move(*opts), std::move(sockets));
+  return master.run();
+}

@@ -1,0 +1,133 @@
+#include "worker.h"
+
+#include "app_router.h"
+#include "memcached_counter_store.h"
+#include "server/acceptor.h"
+#include "server/server_context.h"
+#include "shm_counter_table.h"
+#include "static_files.h"
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <unistd.h>
+
+namespace portico::backend {
+
+namespace {
+
+class Worker {
+public:
+  Worker(const Options& opts, struct ev_loop* loop, CounterStore& store, StaticFiles* files)
+      : opts_(opts), loop_(loop), router_(store, files), ctx_(loop, router_, limits(opts)) {
+    retire_after_ = pick_retire_count(opts);
+    router_.on_each_request = [this] {
+      if (retire_after_ > 0 && ++served_ >= retire_after_)
+        stop();
+    };
+    ev_signal_init(&term_, signal_cb, SIGTERM);
+    term_.data = this;
+    ev_signal_start(loop_, &term_);
+    ev_signal_init(&quit_, signal_cb, SIGQUIT);
+    quit_.data = this;
+    ev_signal_start(loop_, &quit_);
+    ev_init(&grace_, grace_cb);
+    grace_.data = this;
+  }
+
+  bool listen(const std::vector<ListenSocket>& sockets) {
+    for (const auto& s : sockets) {
+      auto a = std::make_unique<server::Acceptor>(ctx_, s.fd);
+      if (!a->ok())
+        return false;
+      a->start();
+      acceptors_.push_back(std::move(a));
+    }
+    return true;
+  }
+
+  // Stops accepting; connections finish their exchanges (the last response on each says
+  // "Connection: close"), then the loop ends.
+  void stop() {
+    if (stopping_)
+      return;
+    stopping_ = true;
+    for (auto& a : acceptors_)
+      a->stop();
+    ev_signal_stop(loop_, &term_);
+    ev_signal_stop(loop_, &quit_);
+    grace_.repeat = opts_.graceful_timeout;
+    ev_timer_again(loop_, &grace_);
+    ev_unref(loop_); // the grace timer alone must not keep the loop alive
+    ctx_.begin_drain([this] { ev_break(loop_, EVBREAK_ALL); });
+  }
+
+  ~Worker() {
+    if (stopping_)
+      ev_ref(loop_);
+    ev_timer_stop(loop_, &grace_);
+  }
+
+private:
+  static server::ServerLimits limits(const Options& o) {
+    server::ServerLimits l;
+    l.keepalive_timeout = o.keepalive_timeout;
+    l.parser.max_body_bytes = o.max_body_bytes;
+    l.server_name = "portico-backend";
+    return l;
+  }
+  static long pick_retire_count(const Options& o) {
+    if (o.max_requests <= 0)
+      return 0;
+    long lo = o.min_requests > 0 ? o.min_requests : o.max_requests;
+    std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(time(nullptr)));
+    return std::uniform_int_distribution<long>(lo, o.max_requests)(rng);
+  }
+  static void signal_cb(struct ev_loop*, ev_signal* w, int) { static_cast<Worker*>(w->data)->stop(); }
+  static void grace_cb(struct ev_loop* loop, ev_timer*, int) { ev_break(loop, EVBREAK_ALL); }
+
+  const Options& opts_;
+  struct ev_loop* loop_;
+  AppRouter router_;
+  server::ServerContext ctx_;
+  std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
+  ev_signal term_, quit_;
+  ev_timer grace_;
+  long retire_after_ = 0;
+  long served_ = 0;
+  bool stopping_ = false;
+};
+
+} // namespace
+
+int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets,
+               ShmCounterTable* shm) {
+  struct ev_loop* loop = ev_default_loop(EVFLAG_AUTO);
+  std::unique_ptr<MemcachedCounterStore> mc;
+  CounterStore* store = shm;
+  if (!shm) {
+    mc = std::make_unique<MemcachedCounterStore>(opts.store.substr(sizeof("memcached://") - 1));
+    store = mc.get();
+  }
+  std::unique_ptr<StaticFiles> files;
+  if (!opts.document_root.empty()) {
+    files = std::make_unique<StaticFiles>(opts.document_root);
+    if (!files->ok()) {
+      std::fprintf(stderr, "portico-backend: document root %s not found\n",
+                   opts.document_root.c_str());
+      return kWorkerExitStartup;
+    }
+  }
+  {
+    Worker w(opts, loop, *store, files.get());
+    if (!w.listen(sockets)) {
+      std::perror("portico-backend: epoll");
+      return kWorkerExitStartup;
+    }
+    ev_run(loop, 0);
+  }
+  return kWorkerExitRetired;
+}
+
+} // namespace portico::backend

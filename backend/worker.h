@@ -1,0 +1,21 @@
+#pragma once
+// One portico-backend worker process: a libev loop serving the listening sockets it inherited
+// from the master, until it retires (--max-requests), is told to stop (TERM), or is killed.
+#include "listen_sockets.h"
+#include "options.h"
+
+#include <vector>
+
+namespace portico::backend {
+
+class ShmCounterTable;
+
+// Exit codes the master reads.
+inline constexpr int kWorkerExitRetired = 0;   // max-requests reached or TERM: respawn at once
+inline constexpr int kWorkerExitStartup = 3;   // could not start: respawn with backoff
+
+// Runs in the child after fork; returns the exit code.
+int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets,
+               ShmCounterTable* shm);
+
+} // namespace portico::backend

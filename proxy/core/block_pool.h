@@ -1,0 +1,38 @@
+#pragma once
+// Fixed-size memory blocks recycled through a per-thread free list, so that buffers on the
+// request path cost no malloc once a worker has warmed up.
+#include <cstddef>
+#include <cstdint>
+
+namespace portico::core {
+
+inline constexpr size_t kBlockSize = 16384 - 32;
+
+struct Block {
+  Block* next = nullptr;
+  uint32_t begin = 0; // first unread byte
+  uint32_t end = 0;   // one past the last written byte
+  char data[kBlockSize];
+
+  size_t readable() const { return end - begin; }
+  size_t writable() const { return kBlockSize - end; }
+};
+
+class BlockPool {
+public:
+  // The calling thread's pool. Blocks must be returned on the thread that took them.
+  static BlockPool& local();
+
+  Block* get();
+  void put(Block* b);
+  size_t free_count() const { return free_count_; }
+
+  ~BlockPool();
+
+private:
+  static constexpr size_t kMaxFree = 4096; // 64 MiB per thread kept warm at most
+  Block* free_ = nullptr;
+  size_t free_count_ = 0;
+};
+
+} // namespace portico::core

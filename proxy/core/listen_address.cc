@@ -1,0 +1,148 @@
+#include "core/listen_address.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace portico::core {
+
+namespace {
+
+bool parse_int(std::string_view s, int base, int& out) {
+  if (s.empty())
+    return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string errno_text(std::string_view what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
+
+// Another server accepts on this path: the file is not stale.
+bool unix_socket_alive(const sockaddr_un& sa) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return false;
+  bool alive = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0;
+  ::close(fd);
+  return alive;
+}
+
+int open_unix(const ListenAddress& a, int backlog, std::string* error) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (a.path.size() >= sizeof sa.sun_path) {
+    *error = "unix socket path too long: " + a.path;
+    return -1;
+  }
+  std::memcpy(sa.sun_path, a.path.c_str(), a.path.size() + 1);
+  struct stat st;
+  if (::stat(a.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    if (unix_socket_alive(sa)) {
+      *error = a.path + ": another server is listening there";
+      return -1;
+    }
+    ::unlink(a.path.c_str());
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = errno_text("socket");
+    return -1;
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0) ||
+      ::listen(fd, backlog) != 0) {
+    *error = errno_text("bind " + a.path);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int open_tcp(const ListenAddress& a, int backlog, bool reuse_port, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(a.port);
+  int rc = ::getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) {
+    *error = a.text + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = errno_text("socket");
+    ::freeaddrinfo(res);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (reuse_port)
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (res->ai_family == AF_INET6)
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  // Accept only once the request's first bytes are there: one wakeup fewer per connection.
+  int defer = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
+  if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
+    *error = errno_text("bind " + a.text);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  return fd;
+}
+
+} // namespace
+
+std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error) {
+  ListenAddress a;
+  a.text = std::string(s);
+  if (s.starts_with("unix:")) {
+    a.kind = ListenAddress::Kind::UNIX;
+    std::string_view rest = s.substr(5);
+    auto colon = rest.rfind(':');
+    int mode;
+    if (colon != std::string_view::npos && parse_int(rest.substr(colon + 1), 8, mode)) {
+      a.mode = mode;
+      rest = rest.substr(0, colon);
+    }
+    if (rest.empty() || rest[0] != '/') {
+      *error = "unix socket path must be absolute: " + a.text;
+      return std::nullopt;
+    }
+    a.path = std::string(rest);
+    return a;
+  }
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || !parse_int(s.substr(colon + 1), 10, a.port) ||
+      a.port <= 0 || a.port > 65535) {
+    *error = "expected unix:/path[:mode] or HOST:PORT, got '" + a.text + "'";
+    return std::nullopt;
+  }
+  std::string_view host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "*")
+    host = {};
+  a.host = std::string(host);
+  return a;
+}
+
+int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error) {
+  return a.kind == ListenAddress::Kind::UNIX ? open_unix(a, backlog, error)
+                                             : open_tcp(a, backlog, reuse_port, error);
+}
+
+} // namespace portico::core

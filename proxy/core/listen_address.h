@@ -1,0 +1,25 @@
+#pragma once
+// Where a server listens: "unix:/path[:mode]" or "HOST:PORT" ("[::1]:PORT" for IPv6).
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace portico::core {
+
+struct ListenAddress {
+  enum class Kind { TCP, UNIX };
+  Kind kind = Kind::TCP;
+  std::string host;  // TCP: numeric address or name
+  int port = 0;      // TCP
+  std::string path;  // UNIX
+  int mode = -1;     // UNIX: chmod after bind, -1 = leave to umask
+  std::string text;  // as written, for logs
+};
+
+std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error);
+
+// Binds and listens. Returns the fd (non-blocking, close-on-exec) or -1 with *error set.
+// A stale unix socket file left by a dead server is replaced; a live one is an error.
+int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error);
+
+} // namespace portico::core

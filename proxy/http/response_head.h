@@ -1,0 +1,36 @@
+#pragma once
+// A response's status and header fields, built on the stack by a handler: a fixed array, so a
+// response costs no allocation. Date, Server and framing headers are added by the session.
+#include "http/header.h"
+
+#include <array>
+#include <cstdint>
+
+namespace portico::http {
+
+struct ResponseHead {
+  static constexpr size_t kMaxHeaders = 24;
+
+  int status = 200;
+  int64_t content_length = -1; // -1: unknown, the body is streamed (chunked on HTTP/1.1)
+  std::array<Header, kMaxHeaders> headers;
+  size_t header_count = 0;
+
+  // Names must be lower case; values must stay valid until the head is sent.
+  void add(std::string_view name, std::string_view value) {
+    if (header_count < kMaxHeaders)
+      headers[header_count++] = {name, value};
+  }
+  const Header* begin() const { return headers.data(); }
+  const Header* end() const { return headers.data() + header_count; }
+};
+
+// "OK" for 200 and so on; "" for codes without a registered phrase.
+std::string_view reason_phrase(int status);
+
+// Statuses whose responses never carry a body (RFC 9110 6.4.1).
+inline bool status_has_no_body(int status) {
+  return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+} // namespace portico::http

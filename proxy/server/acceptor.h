@@ -1,0 +1,32 @@
+#pragma once
+// Accepts connections on one listening socket for one worker. Several processes or threads
+// may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so a new
+// connection wakes one worker rather than all of them.
+#include <ev.h>
+
+namespace portico::server {
+
+class ServerContext;
+
+class Acceptor {
+public:
+  Acceptor(ServerContext& ctx, int listen_fd);
+  ~Acceptor();
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+
+  bool ok() const { return epfd_ >= 0; }
+  void start();
+  void stop();
+
+private:
+  static void io_cb(struct ev_loop* loop, ev_io* w, int revents);
+  void on_ready();
+
+  ServerContext& ctx_;
+  int lfd_;
+  int epfd_ = -1;
+  ev_io io_;
+};
+
+} // namespace portico::server

@@ -1,0 +1,285 @@
+#include "server/client_connection.h"
+
+#include "server/http1_server_session.h"
+#include "server/http2_server_session.h"
+#include "server/server_context.h"
+
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::server {
+
+namespace {
+constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr int kReadsPerWakeup = 4; // bounded work per wakeup; level-triggered io comes back
+} // namespace
+
+void ClientConnection::read_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<ClientConnection*>(w->data)->on_readable();
+}
+void ClientConnection::write_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<ClientConnection*>(w->data)->on_writable();
+}
+void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<ClientConnection*>(w->data)->on_timer();
+}
+
+ClientConnection::ClientConnection(ServerContext& ctx, int fd) : ctx_(ctx), fd_(fd) {
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
+  ev_io_init(&rev_, read_cb, fd_, EV_READ);
+  rev_.data = this;
+  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
+  wev_.data = this;
+  ev_init(&timer_, timer_cb);
+  timer_.data = this;
+  timer_.repeat = ctx_.limits().header_timeout;
+  ev_timer_again(loop(), &timer_);
+  last_activity_ = ev_now(loop());
+  in_ = core::BlockPool::local().get();
+  ev_io_start(loop(), &rev_);
+}
+
+ClientConnection::~ClientConnection() {
+  if (close_state_ != CloseState::CLOSED)
+    close_now();
+  session_.reset();
+  if (in_)
+    core::BlockPool::local().put(in_);
+}
+
+struct ev_loop* ClientConnection::loop() const { return ctx_.loop(); }
+
+void ClientConnection::want_flush() {
+  if (close_state_ != CloseState::CLOSED)
+    ctx_.mark_dirty(this);
+}
+
+void ClientConnection::want_input() {
+  input_pending_ = true;
+  want_flush();
+}
+
+void ClientConnection::pause_reading() {
+  reading_paused_ = true;
+  ev_io_stop(loop(), &rev_);
+}
+
+void ClientConnection::resume_reading() {
+  if (!reading_paused_)
+    return;
+  reading_paused_ = false;
+  // Input that waited in the buffer is parsed first; the watcher restarts in run_deferred.
+  want_input();
+}
+
+void ClientConnection::close_after_flush(bool linger) {
+  if (close_state_ != CloseState::OPEN)
+    return;
+  close_state_ = CloseState::AFTER_FLUSH;
+  linger_ = linger;
+  ev_io_stop(loop(), &rev_);
+  want_flush();
+}
+
+void ClientConnection::close_now() {
+  if (close_state_ == CloseState::CLOSED)
+    return;
+  close_state_ = CloseState::CLOSED;
+  ev_io_stop(loop(), &rev_);
+  ev_io_stop(loop(), &wev_);
+  ev_timer_stop(loop(), &timer_);
+  ::close(fd_);
+  fd_ = -1;
+  output_.clear();
+  if (session_)
+    session_->on_close();
+  ctx_.mark_dirty(this); // the context destroys it after this iteration
+}
+
+void ClientConnection::drain() {
+  if (close_state_ != CloseState::OPEN)
+    return;
+  if (!session_) {
+    close_after_flush(false);
+    return;
+  }
+  session_->drain();
+}
+
+void ClientConnection::upgrade_to_h2(const UpgradeToH2& up) {
+  next_session_ = std::make_unique<Http2ServerSession>(*this, &up);
+}
+
+void ClientConnection::on_readable() {
+  if (close_state_ == CloseState::LINGERING) {
+    linger_read();
+    return;
+  }
+  for (int i = 0; i < kReadsPerWakeup && close_state_ == CloseState::OPEN; ++i) {
+    if (in_->writable() == 0) {
+      if (in_->begin == 0) {
+        // Full of input the session cannot take yet (a pipelined request waits).
+        ev_io_stop(loop(), &rev_);
+        break;
+      }
+      std::memmove(in_->data, in_->data + in_->begin, in_->readable());
+      in_->end -= in_->begin;
+      in_->begin = 0;
+    }
+    size_t room = in_->writable();
+    ssize_t n = ::read(fd_, in_->data + in_->end, room);
+    if (n > 0) {
+      in_->end += static_cast<uint32_t>(n);
+      last_activity_ = ev_now(loop());
+      process_input();
+      if (reading_paused_ || static_cast<size_t>(n) < room)
+        break;
+      continue;
+    }
+    if (n == 0) {
+      eof_ = true;
+      ev_io_stop(loop(), &rev_);
+      process_input();
+      if (close_state_ != CloseState::OPEN)
+        break;
+      if (session_)
+        session_->on_eof();
+      else
+        close_now();
+      break;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN)
+      close_now();
+    break;
+  }
+}
+
+bool ClientConnection::detect_protocol() {
+  std::string_view got(in_->data + in_->begin, in_->readable());
+  size_t n = std::min(got.size(), kH2Preface.size());
+  if (got.substr(0, n) == kH2Preface.substr(0, n)) {
+    if (n < kH2Preface.size()) {
+      if (eof_)
+        close_now();
+      return false; // could still be the preface: wait for the rest
+    }
+    session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
+  } else {
+    session_ = std::make_unique<Http1ServerSession>(*this);
+  }
+  return true;
+}
+
+void ClientConnection::process_input() {
+  input_pending_ = false;
+  if (close_state_ != CloseState::OPEN)
+    return;
+  if (!session_ && (in_->readable() == 0 || !detect_protocol()))
+    return;
+  while (in_->readable() > 0 && close_state_ == CloseState::OPEN) {
+    size_t used = session_->on_input(in_->data + in_->begin, in_->readable());
+    in_->begin += static_cast<uint32_t>(used);
+    if (next_session_) {
+      // The HTTP/1 session handed over to HTTP/2 ("Upgrade: h2c"); it is destroyed here, after
+      // its own call has returned.
+      session_ = std::move(next_session_);
+      session_->on_activate();
+      continue;
+    }
+    if (used == 0)
+      break;
+  }
+  if (in_->begin == in_->end)
+    in_->begin = in_->end = 0;
+}
+
+void ClientConnection::on_writable() { want_flush(); }
+
+void ClientConnection::flush() {
+  if (session_ && close_state_ != CloseState::CLOSED)
+    session_->before_flush();
+  if (close_state_ == CloseState::CLOSED)
+    return;
+  bool was_high = output_.size() >= Exchange::kLowWatermark;
+  if (!output_.empty()) {
+    ssize_t w = output_.write_to(fd_);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      close_now();
+      return;
+    }
+  }
+  if (output_.empty())
+    ev_io_stop(loop(), &wev_);
+  else
+    ev_io_start(loop(), &wev_);
+  if (was_high && output_.size() < Exchange::kLowWatermark && session_)
+    session_->on_output_drained();
+  if (close_state_ == CloseState::AFTER_FLUSH && output_.empty()) {
+    if (linger_ && !eof_) {
+      ::shutdown(fd_, SHUT_WR);
+      close_state_ = CloseState::LINGERING;
+      ev_io_start(loop(), &rev_);
+      timer_.repeat = ctx_.limits().linger_timeout;
+      ev_timer_again(loop(), &timer_);
+    } else {
+      close_now();
+    }
+  }
+}
+
+void ClientConnection::linger_read() {
+  char sink[4096];
+  for (int i = 0; i < kReadsPerWakeup; ++i) {
+    ssize_t n = ::read(fd_, sink, sizeof sink);
+    if (n > 0)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    break;
+  }
+  close_now();
+}
+
+void ClientConnection::on_timer() {
+  if (close_state_ == CloseState::LINGERING) {
+    close_now();
+    return;
+  }
+  bool idle = !session_ || session_->idle();
+  ev_tstamp timeout = idle ? ctx_.limits().keepalive_timeout : ctx_.limits().header_timeout;
+  ev_tstamp left = last_activity_ + timeout - ev_now(loop());
+  if (left > 0.001) {
+    timer_.repeat = left;
+    ev_timer_again(loop(), &timer_);
+    return;
+  }
+  timer_.repeat = timeout;
+  ev_timer_again(loop(), &timer_);
+  if (session_)
+    session_->on_timeout();
+  else
+    close_now();
+}
+
+bool ClientConnection::run_deferred() {
+  dirty_ = false;
+  if (close_state_ == CloseState::CLOSED)
+    return false;
+  if (input_pending_)
+    process_input();
+  flush();
+  if (close_state_ == CloseState::OPEN && !reading_paused_ && !eof_) {
+    if (in_->writable() > 0 || in_->begin > 0)
+      ev_io_start(loop(), &rev_);
+  }
+  return close_state_ != CloseState::CLOSED;
+}
+
+} // namespace portico::server

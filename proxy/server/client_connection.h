@@ -1,0 +1,90 @@
+#pragma once
+// One accepted client socket: reads into a pooled block, detects the protocol (the HTTP/2
+// preface or HTTP/1.x), hands bytes to its session, and gathers output for one writev per loop
+// iteration. Closing is deferred to the context, never done inside a callback.
+#include "core/block_pool.h"
+#include "core/byte_queue.h"
+#include "server/server_session.h"
+
+#include <ev.h>
+#include <memory>
+
+namespace portico::server {
+
+class ServerContext;
+struct UpgradeToH2;
+
+class ClientConnection {
+public:
+  ClientConnection(ServerContext& ctx, int fd);
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  ServerContext& context() const { return ctx_; }
+  struct ev_loop* loop() const;
+  core::ByteQueue& output() { return output_; }
+
+  // Output was queued: flush at the end of this loop iteration.
+  void want_flush();
+  // Offer the unconsumed input to the session again at the end of this iteration.
+  void want_input();
+  // Stop or resume reading from the socket (backpressure).
+  void pause_reading();
+  void resume_reading();
+  // Close once queued output is written. With linger, keep reading and dropping input for a
+  // while first, so the client gets the response rather than a reset.
+  void close_after_flush(bool linger);
+  // Close now, dropping queued output.
+  void close_now();
+  bool closing() const { return close_state_ != CloseState::OPEN; }
+  // Switch to HTTP/2 after an HTTP/1 "Upgrade: h2c" (the 101 is already queued).
+  void upgrade_to_h2(const UpgradeToH2& up);
+  void drain();
+  // Marks activity for the idle timer (a response completed).
+  void touch() { last_activity_ = ev_now(loop()); }
+
+  // For the context: run deferred work, write output; false once the connection is finished.
+  bool run_deferred();
+  size_t index = 0; // position in the context's list
+
+private:
+  enum class CloseState {
+    OPEN,         // serving
+    AFTER_FLUSH,  // close once output is written
+    LINGERING,    // write side shut, dropping input until EOF or a timer
+    CLOSED,       // socket closed; the context destroys the object
+  };
+
+  static void read_cb(struct ev_loop* loop, ev_io* w, int revents);
+  static void write_cb(struct ev_loop* loop, ev_io* w, int revents);
+  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void on_readable();
+  void on_writable();
+  void on_timer();
+  void process_input();
+  bool detect_protocol();
+  void flush();
+  void finish_close();
+  void linger_read();
+
+  ServerContext& ctx_;
+  int fd_;
+  ev_io rev_;
+  ev_io wev_;
+  ev_timer timer_;
+  ev_tstamp last_activity_ = 0;
+  core::Block* in_ = nullptr;
+  core::ByteQueue output_;
+  std::unique_ptr<ServerSession> session_;
+  std::unique_ptr<ServerSession> next_session_;
+  CloseState close_state_ = CloseState::OPEN;
+  bool linger_ = false;
+  bool reading_paused_ = false;
+  bool input_pending_ = false;
+  bool dirty_ = false;
+  bool eof_ = false;
+  friend class ServerContext;
+};
+
+} // namespace portico::server

@@ -1,0 +1,86 @@
+#pragma once
+// One request/response pair as the handler sees it, whatever the protocol underneath: the
+// sessions (Http1ServerSession, Http2ServerSession) implement the response side, the handler
+// (backend apps, later the proxy's router) drives it.
+#include "http/arena.h"
+#include "http/request_head.h"
+#include "http/response_head.h"
+
+#include <ev.h>
+
+namespace portico::server {
+
+class Exchange;
+
+// Follows one exchange after the handler has seen its head. Every method has a default that
+// ignores the event, so a handler that answers at once (hello) needs none of them.
+class ExchangeListener {
+public:
+  virtual ~ExchangeListener() = default;
+  // Request body bytes; the view is valid only during the call.
+  virtual void on_request_body(Exchange& ex, std::string_view data) {}
+  // The request body is complete (called at once for requests without one).
+  virtual void on_request_end(Exchange& ex) {}
+  // The response buffer fell below the low watermark after being above the high one.
+  virtual void on_response_writable(Exchange& ex) {}
+  // The exchange is over, completed or aborted (client gone, stream reset). The exchange must
+  // not be touched after this returns; a listener that owns itself deletes itself here.
+  virtual void on_exchange_close(Exchange& ex) {}
+};
+
+class Exchange {
+public:
+  // Above this many buffered response bytes a producer should wait for on_response_writable.
+  static constexpr size_t kHighWatermark = 256 * 1024;
+  static constexpr size_t kLowWatermark = 64 * 1024;
+
+  virtual ~Exchange() = default;
+
+  const http::RequestHead& request() const { return request_; }
+  http::Arena& arena() { return arena_; }
+  struct ev_loop* loop() const { return loop_; }
+  void set_listener(ExchangeListener* l) { listener_ = l; }
+  ExchangeListener* listener() const { return listener_; }
+
+  // Sends the status and headers. content_length -1 streams the body (chunked on HTTP/1.1).
+  virtual void send_head(const http::ResponseHead& head) = 0;
+  // Queues body bytes (copied once into the connection's or stream's buffer).
+  virtual void send_body(std::string_view data) = 0;
+  // Ends the response; the exchange closes once the request side is also done.
+  virtual void end_response() = 0;
+  // Response bytes queued and not yet handed to the socket.
+  virtual size_t buffered() const = 0;
+  // Stops reading this request's body (backpressure) until resume_request_body().
+  virtual void pause_request_body() = 0;
+  virtual void resume_request_body() = 0;
+  // Aborts: HTTP/1 closes the connection, HTTP/2 resets the stream.
+  virtual void abort() = 0;
+
+  bool head_sent() const { return head_sent_; }
+  bool response_ended() const { return response_ended_; }
+  bool request_ended() const { return request_ended_; }
+  bool above_high_watermark() const { return buffered() > kHighWatermark; }
+
+  // A whole small response in one call.
+  void respond(int status, std::string_view content_type, std::string_view body);
+
+protected:
+  http::RequestHead request_;
+  http::Arena arena_;
+  struct ev_loop* loop_ = nullptr;
+  ExchangeListener* listener_ = nullptr;
+  bool head_sent_ = false;
+  bool response_ended_ = false;
+  bool request_ended_ = false;
+};
+
+// What a server does with requests: the backend's app table, the proxy's router.
+class RequestHandler {
+public:
+  virtual ~RequestHandler() = default;
+  // The request head is complete. The handler answers now or sets a listener to follow the body
+  // and the response's progress.
+  virtual void on_request(Exchange& ex) = 0;
+};
+
+} // namespace portico::server

@@ -1,0 +1,297 @@
+#include "server/http1_server_session.h"
+
+#include "core/http_date.h"
+#include "server/client_connection.h"
+#include "server/h2c_upgrade.h"
+#include "server/server_context.h"
+
+#include <charconv>
+
+namespace portico::server {
+
+namespace {
+
+void append_decimal(core::ByteQueue& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_hex(core::ByteQueue& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+} // namespace
+
+// ---- Http1Exchange: the response side, written straight into the connection's output ----
+
+void Http1Exchange::reset(struct ev_loop* loop) {
+  loop_ = loop;
+  listener_ = nullptr;
+  head_sent_ = response_ended_ = request_ended_ = false;
+  chunked_ = no_body_ = false;
+}
+
+void Http1Exchange::send_head(const http::ResponseHead& head) {
+  if (head_sent_)
+    return;
+  head_sent_ = true;
+  session_.write_head(head);
+}
+
+void Http1Exchange::send_body(std::string_view data) {
+  if (!head_sent_ || response_ended_ || no_body_ || data.empty())
+    return;
+  auto& out = session_.conn_.output();
+  if (chunked_) {
+    append_hex(out, data.size());
+    out.append("\r\n");
+    out.append(data);
+    out.append("\r\n");
+  } else {
+    out.append(data);
+  }
+  session_.conn_.want_flush();
+}
+
+void Http1Exchange::end_response() {
+  if (!head_sent_ || response_ended_)
+    return;
+  response_ended_ = true;
+  if (chunked_)
+    session_.conn_.output().append("0\r\n\r\n");
+  session_.conn_.want_flush();
+  if (request_ended_)
+    session_.finish_exchange();
+}
+
+size_t Http1Exchange::buffered() const { return session_.conn_.output().size(); }
+
+void Http1Exchange::pause_request_body() { session_.conn_.pause_reading(); }
+void Http1Exchange::resume_request_body() { session_.conn_.resume_reading(); }
+void Http1Exchange::abort() { session_.conn_.close_now(); }
+
+// ---- Http1ServerSession ----
+
+Http1ServerSession::Http1ServerSession(ClientConnection& conn)
+    : conn_(conn), ex_(*this),
+      parser_(*this, ex_.request_, ex_.arena_, conn.context().limits().parser) {}
+
+Http1ServerSession::~Http1ServerSession() = default;
+
+size_t Http1ServerSession::on_input(const char* data, size_t len) {
+  if (upgraded_)
+    return 0;
+  size_t used = 0;
+  in_input_ = true;
+  while (used < len && !upgraded_ && !conn_.closing()) {
+    if (parser_.paused()) {
+      if (active_)
+        break; // the response to the previous request is not finished: this one waits
+      parser_.resume();
+    }
+    used += parser_.feed(data + used, len - used);
+    if (parser_.failed()) {
+      send_error(http::parse_error_status(parser_.error()));
+      used = len;
+      break;
+    }
+  }
+  in_input_ = false;
+  return used;
+}
+
+void Http1ServerSession::on_request_head(http::RequestHead& head) {
+  active_ = true;
+  ex_.reset(conn_.loop());
+  auto& ctx = conn_.context();
+  ++ctx.stats().requests;
+  if (try_upgrade_h2c(head))
+    return;
+  ctx.handler().on_request(ex_);
+  if (head.expect_continue && !ex_.head_sent() && head.version == http::Version::HTTP_1_1 &&
+      head.has_body()) {
+    conn_.output().append("HTTP/1.1 100 Continue\r\n\r\n");
+    conn_.want_flush();
+  }
+}
+
+void Http1ServerSession::on_request_body(std::string_view data) {
+  // Once the response is complete the rest of the body is read and dropped.
+  if (active_ && !ex_.response_ended_ && ex_.listener_)
+    ex_.listener_->on_request_body(ex_, data);
+}
+
+void Http1ServerSession::on_request_end() {
+  if (!active_ || upgraded_)
+    return;
+  ex_.request_ended_ = true;
+  if (ex_.response_ended_) {
+    finish_exchange();
+    return;
+  }
+  if (ex_.listener_)
+    ex_.listener_->on_request_end(ex_);
+}
+
+void Http1ServerSession::finish_exchange() {
+  active_ = false;
+  writable_wanted_ = false;
+  if (ex_.listener_) {
+    auto* l = ex_.listener_;
+    ex_.listener_ = nullptr;
+    l->on_exchange_close(ex_);
+  }
+  conn_.touch();
+  if (!keep_alive_) {
+    // Input may be left unread (a body we did not wait for): linger so the client reads the
+    // response before the reset.
+    conn_.close_after_flush(true);
+    return;
+  }
+  if (!in_input_)
+    conn_.want_input(); // a pipelined request may be waiting in the buffer
+}
+
+void Http1ServerSession::write_head(const http::ResponseHead& head) {
+  const auto& req = ex_.request_;
+  auto& out = conn_.output();
+  auto& ctx = conn_.context();
+  bool http10 = req.version == http::Version::HTTP_1_0;
+  ex_.no_body_ = req.is_head() || http::status_has_no_body(head.status);
+  bool length_known = head.content_length >= 0 || ex_.no_body_;
+  ex_.chunked_ = !length_known && !http10;
+  keep_alive_ = req.keep_alive && !draining_ && !ctx.draining() && !peer_eof_ &&
+                (length_known || ex_.chunked_);
+  // A response sent before the request body was read leaves bytes we would have to drop;
+  // past that, closing is cheaper than draining an unknown amount.
+  if (!ex_.request_ended_ && (req.chunked || req.content_length > (1 << 20)))
+    keep_alive_ = false;
+
+  out.append(http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  append_decimal(out, static_cast<uint64_t>(head.status));
+  out.append(" ");
+  out.append(http::reason_phrase(head.status));
+  out.append("\r\nserver: ");
+  out.append(ctx.limits().server_name);
+  out.append("\r\ndate: ");
+  out.append(core::http_date_now());
+  out.append("\r\n");
+  for (const auto& h : head) {
+    out.append(h.name);
+    out.append(": ");
+    out.append(h.value);
+    out.append("\r\n");
+  }
+  if (head.content_length >= 0 && !(http::status_has_no_body(head.status))) {
+    out.append("content-length: ");
+    append_decimal(out, static_cast<uint64_t>(head.content_length));
+    out.append("\r\n");
+  } else if (ex_.chunked_) {
+    out.append("transfer-encoding: chunked\r\n");
+  }
+  if (!keep_alive_)
+    out.append("connection: close\r\n");
+  else if (http10)
+    out.append("connection: keep-alive\r\n");
+  out.append("\r\n");
+  conn_.want_flush();
+}
+
+void Http1ServerSession::send_error(int status) {
+  if (active_ && ex_.head_sent()) {
+    conn_.close_now(); // mid-response: only a close tells the client
+    return;
+  }
+  if (active_ && ex_.listener_) {
+    auto* l = ex_.listener_;
+    ex_.listener_ = nullptr;
+    l->on_exchange_close(ex_);
+  }
+  active_ = false;
+  auto& out = conn_.output();
+  std::string_view reason = http::reason_phrase(status);
+  out.append("HTTP/1.1 ");
+  append_decimal(out, static_cast<uint64_t>(status));
+  out.append(" ");
+  out.append(reason);
+  out.append("\r\nserver: ");
+  out.append(conn_.context().limits().server_name);
+  out.append("\r\ndate: ");
+  out.append(core::http_date_now());
+  out.append("\r\ncontent-type: text/plain\r\ncontent-length: ");
+  append_decimal(out, reason.size() + 1);
+  out.append("\r\nconnection: close\r\n\r\n");
+  out.append(reason);
+  out.append("\n");
+  conn_.close_after_flush(true);
+}
+
+bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
+  if (head.version != http::Version::HTTP_1_1 || head.has_body() || draining_ ||
+      conn_.context().draining())
+    return false;
+  const http::Header* upgrade = head.find("upgrade");
+  const http::Header* connection = head.find("connection");
+  const http::Header* settings = nullptr;
+  int settings_count = 0;
+  for (const auto& h : head.headers)
+    if (h.name == "http2-settings") {
+      settings = &h;
+      ++settings_count;
+    }
+  if (!upgrade || !connection || settings_count != 1 || !http::list_contains(upgrade->value, "h2c") ||
+      !http::list_contains(connection->value, "upgrade") ||
+      !http::list_contains(connection->value, "http2-settings"))
+    return false;
+  UpgradeToH2 up;
+  up.head = &head;
+  if (!decode_http2_settings(settings->value, up.settings))
+    return false;
+  conn_.output().append("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
+                        "upgrade: h2c\r\n\r\n");
+  conn_.want_flush();
+  upgraded_ = true;
+  active_ = false;
+  conn_.upgrade_to_h2(up);
+  return true;
+}
+
+void Http1ServerSession::on_eof() {
+  peer_eof_ = true;
+  if (!active_)
+    conn_.close_now(); // between requests, or a truncated head: nothing to answer
+}
+
+void Http1ServerSession::on_timeout() {
+  if (active_)
+    return; // the handler owns the pace of a running exchange
+  if (parser_.idle())
+    conn_.close_now(); // keep-alive expiry
+  else
+    send_error(408);
+}
+
+void Http1ServerSession::drain() {
+  draining_ = true;
+  if (!active_ && parser_.idle())
+    conn_.close_after_flush(false);
+}
+
+void Http1ServerSession::on_close() {
+  if (active_ && ex_.listener_) {
+    auto* l = ex_.listener_;
+    ex_.listener_ = nullptr;
+    l->on_exchange_close(ex_);
+  }
+  active_ = false;
+}
+
+void Http1ServerSession::on_output_drained() {
+  if (active_ && ex_.listener_ && ex_.head_sent_ && !ex_.response_ended_)
+    ex_.listener_->on_response_writable(ex_);
+}
+
+} // namespace portico::server

@@ -1,0 +1,429 @@
+#include "server/http2_server_session.h"
+
+#include "core/http_date.h"
+#include "server/client_connection.h"
+#include "server/http2_stream.h"
+#include "server/server_context.h"
+
+#include <charconv>
+#include <string>
+
+namespace portico::server {
+
+namespace {
+
+constexpr int32_t kStreamWindow = 1 << 20;
+constexpr int32_t kConnectionWindow = 16 << 20;
+// Stop framing when this much waits for the socket; on_output_drained resumes.
+constexpr size_t kOutputHigh = 256 * 1024;
+
+Http2ServerSession* self(void* user_data) { return static_cast<Http2ServerSession*>(user_data); }
+
+Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
+  return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
+}
+
+nghttp2_nv make_nv(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+// Hop-by-hop fields of an upgraded HTTP/1.1 request that have no place on stream 1.
+bool is_connection_specific(std::string_view name) {
+  return name == "connection" || name == "upgrade" || name == "http2-settings" ||
+         name == "keep-alive" || name == "proxy-connection" || name == "transfer-encoding" ||
+         name == "te" || name == "host";
+}
+
+} // namespace
+
+const nghttp2_session_callbacks* Http2ServerSession::callbacks() {
+  static nghttp2_session_callbacks* cbs = [] {
+    nghttp2_session_callbacks* c;
+    nghttp2_session_callbacks_new(&c);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(c, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+    nghttp2_session_callbacks_set_send_data_callback(c, send_data);
+    return c;
+  }();
+  return cbs;
+}
+
+Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up)
+    : conn_(conn) {
+  nghttp2_option* opt;
+  nghttp2_option_new(&opt);
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_session_server_new2(&session_, callbacks(), this, opt);
+  nghttp2_option_del(opt);
+  if (up) {
+    const auto& h = *up->head;
+    if (nghttp2_session_upgrade2(session_, reinterpret_cast<const uint8_t*>(up->settings.data()),
+                                 up->settings.size(), h.is_head(), nullptr) != 0) {
+      failed_ = true;
+      return;
+    }
+    Http2Stream* st = Http2Stream::acquire(*this, 1);
+    nghttp2_session_set_stream_user_data(session_, 1, st);
+    link(st);
+    auto& a = st->arena_;
+    auto& r = st->request_;
+    r.method = a.copy(h.method);
+    r.target = a.copy(h.target);
+    r.authority = a.copy(h.authority);
+    r.scheme = "http";
+    for (const auto& f : h.headers)
+      if (!is_connection_specific(f.name))
+        r.headers.push_back({a.copy(f.name), a.copy(f.value)});
+    upgraded_stream_ = st;
+  }
+  send_settings();
+}
+
+Http2ServerSession::~Http2ServerSession() {
+  on_close();
+  nghttp2_session_del(session_);
+}
+
+void Http2ServerSession::send_settings() {
+  const auto& limits = conn_.context().limits();
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2_max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, std::size(iv));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  want_write();
+}
+
+void Http2ServerSession::link(Http2Stream* st) {
+  st->next_ = streams_;
+  if (streams_)
+    streams_->prev_ = st;
+  streams_ = st;
+  ++open_streams_;
+}
+
+void Http2ServerSession::unlink(Http2Stream* st) {
+  if (st->prev_)
+    st->prev_->next_ = st->next_;
+  else
+    streams_ = st->next_;
+  if (st->next_)
+    st->next_->prev_ = st->prev_;
+  st->prev_ = st->next_ = nullptr;
+  --open_streams_;
+}
+
+void Http2ServerSession::on_activate() {
+  if (failed_) {
+    conn_.close_now();
+    return;
+  }
+  if (Http2Stream* st = upgraded_stream_) {
+    upgraded_stream_ = nullptr;
+    dispatch(*st);
+    if (stream_of(session_, 1) == st)
+      request_ended(*st);
+  }
+}
+
+void Http2ServerSession::want_write() { conn_.want_flush(); }
+
+void Http2ServerSession::fail() {
+  failed_ = true;
+  conn_.close_after_flush(false);
+}
+
+size_t Http2ServerSession::on_input(const char* data, size_t len) {
+  if (failed_)
+    return len;
+  ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
+  if (rv < 0) {
+    // nghttp2 has queued a GOAWAY where the protocol allows one; send it, then close.
+    if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
+      nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+    fail();
+    want_write();
+    return len;
+  }
+  want_write();
+  return static_cast<size_t>(rv);
+}
+
+void Http2ServerSession::before_flush() {
+  auto& out = conn_.output();
+  while (out.size() < kOutputHigh) {
+    const uint8_t* p;
+    ssize_t n = nghttp2_session_mem_send(session_, &p);
+    if (n < 0) {
+      conn_.close_now();
+      return;
+    }
+    if (n == 0)
+      break;
+    out.append(p, static_cast<size_t>(n));
+  }
+  if (!writable_.empty()) {
+    std::vector<Http2Stream*> ready;
+    ready.swap(writable_);
+    for (Http2Stream* st : ready)
+      if (st->listener_ && st->session_ == this)
+        st->listener_->on_response_writable(*st);
+  }
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
+    conn_.close_after_flush(false);
+}
+
+void Http2ServerSession::on_output_drained() {
+  if (nghttp2_session_want_write(session_))
+    want_write();
+}
+
+void Http2ServerSession::on_eof() { conn_.close_after_flush(false); }
+
+void Http2ServerSession::on_timeout() {
+  if (open_streams_ > 0)
+    return;
+  nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  want_write();
+  conn_.close_after_flush(false);
+}
+
+void Http2ServerSession::drain() {
+  if (draining_)
+    return;
+  draining_ = true;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  want_write();
+}
+
+void Http2ServerSession::on_close() {
+  while (Http2Stream* st = streams_) {
+    unlink(st);
+    if (auto* l = st->listener_) {
+      st->listener_ = nullptr;
+      l->on_exchange_close(*st);
+    }
+    Http2Stream::release(st);
+  }
+  writable_.clear();
+}
+
+void Http2ServerSession::submit_response(Http2Stream& st, const http::ResponseHead& head) {
+  const auto& ctx = conn_.context();
+  char status[4];
+  std::to_chars(status, status + 3, head.status);
+  char length[24];
+  size_t length_len = 0;
+  bool no_body = st.request_.is_head() || http::status_has_no_body(head.status);
+  nghttp2_nv nv[http::ResponseHead::kMaxHeaders + 4];
+  size_t n = 0;
+  nv[n++] = make_nv(":status", {status, 3});
+  nv[n++] = make_nv("server", ctx.limits().server_name);
+  nv[n++] = make_nv("date", core::http_date_now());
+  for (const auto& h : head)
+    nv[n++] = make_nv(h.name, h.value);
+  if (head.content_length >= 0 && !http::status_has_no_body(head.status)) {
+    length_len = static_cast<size_t>(
+        std::to_chars(length, length + sizeof length, head.content_length).ptr - length);
+    nv[n++] = make_nv("content-length", {length, length_len});
+  }
+  nghttp2_data_provider provider;
+  provider.source.ptr = &st;
+  provider.read_callback = read_data;
+  st.has_provider_ = !no_body;
+  if (nghttp2_submit_response(session_, st.id_, nv, n, no_body ? nullptr : &provider) != 0)
+    reset_stream(st, NGHTTP2_INTERNAL_ERROR);
+  want_write();
+}
+
+void Http2ServerSession::resume_stream(Http2Stream& st) {
+  if (st.deferred_) {
+    st.deferred_ = false;
+    nghttp2_session_resume_data(session_, st.id_);
+  }
+  want_write();
+}
+
+void Http2ServerSession::consume(Http2Stream& st, size_t n) {
+  nghttp2_session_consume(session_, st.id_, n);
+  want_write();
+}
+
+void Http2ServerSession::reset_stream(Http2Stream& st, uint32_t error_code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, error_code);
+  want_write();
+}
+
+void Http2ServerSession::dispatch(Http2Stream& st) {
+  auto& ctx = conn_.context();
+  auto& r = st.request_;
+  st.dispatched_ = true;
+  st.loop_ = conn_.loop();
+  r.version = http::Version::HTTP_2;
+  if (r.scheme.empty())
+    r.scheme = "http";
+  if (r.authority.empty())
+    if (const auto* host = r.find("host"))
+      r.authority = host->value;
+  ++ctx.stats().requests;
+  if (st.too_large_) {
+    st.respond(431, "text/plain", "Request Header Fields Too Large\n");
+    return;
+  }
+  ctx.handler().on_request(st);
+}
+
+void Http2ServerSession::request_ended(Http2Stream& st) {
+  st.request_ended_ = true;
+  if (st.listener_ && !st.response_ended_)
+    st.listener_->on_request_end(st);
+}
+
+// ---- nghttp2 callbacks ----
+
+int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
+  auto* me = self(ud);
+  Http2Stream* st = Http2Stream::acquire(*me, f->hd.stream_id);
+  nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+  me->link(st);
+  return 0;
+}
+
+int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name,
+                                  size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
+                                  void* ud) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0; // trailers are not passed on
+  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  if (!st || st->too_large_)
+    return 0;
+  auto* me = self(ud);
+  st->header_bytes_ += namelen + valuelen + 32; // RFC 9113 6.5.2's accounting
+  if (st->header_bytes_ > me->conn_.context().limits().parser.max_header_bytes) {
+    st->too_large_ = true;
+    return 0;
+  }
+  std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  auto& r = st->request_;
+  auto& a = st->arena_;
+  if (!n.empty() && n[0] == ':') {
+    if (n == ":method")
+      r.method = a.copy(v);
+    else if (n == ":path")
+      r.target = a.copy(v);
+    else if (n == ":authority")
+      r.authority = a.copy(v);
+    else if (n == ":scheme")
+      r.scheme = a.copy(v);
+    return 0;
+  }
+  if (n == "content-length") {
+    int64_t len = 0;
+    auto res = std::from_chars(v.data(), v.data() + v.size(), len);
+    if (res.ec == std::errc() && res.ptr == v.data() + v.size())
+      r.content_length = len;
+  }
+  r.headers.push_back({a.copy(n), a.copy(v)});
+  return 0;
+}
+
+int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
+  auto* me = self(ud);
+  if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
+    return 0;
+  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  if (!st)
+    return 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+    me->dispatch(*st);
+  // The handler may have reset the stream; look it up again.
+  if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && stream_of(s, f->hd.stream_id) == st &&
+      st->session_ == me)
+    me->request_ended(*st);
+  return 0;
+}
+
+int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id,
+                                           const uint8_t* data, size_t len, void*) {
+  Http2Stream* st = stream_of(s, id);
+  if (!st) {
+    nghttp2_session_consume_connection(s, len);
+    return 0;
+  }
+  if (st->dispatched_ && !st->response_ended_ && st->listener_)
+    st->listener_->on_request_body(*st, {reinterpret_cast<const char*>(data), len});
+  if (st->paused_)
+    st->unconsumed_ += len;
+  else
+    nghttp2_session_consume(s, id, len);
+  return 0;
+}
+
+int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t, void* ud) {
+  Http2Stream* st = stream_of(s, id);
+  if (!st)
+    return 0;
+  auto* me = self(ud);
+  nghttp2_session_set_stream_user_data(s, id, nullptr);
+  me->unlink(st);
+  std::erase(me->writable_, st);
+  if (auto* l = st->listener_) {
+    st->listener_ = nullptr;
+    l->on_exchange_close(*st);
+  }
+  Http2Stream::release(st);
+  return 0;
+}
+
+int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f, void*) {
+  if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+      !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    return 0;
+  // The response is complete before the request: tell the client to stop sending.
+  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  if (st && !st->request_ended_)
+    nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+  return 0;
+}
+
+ssize_t Http2ServerSession::read_data(nghttp2_session*, int32_t, uint8_t*, size_t length,
+                                      uint32_t* flags, nghttp2_data_source* source, void*) {
+  auto* st = static_cast<Http2Stream*>(source->ptr);
+  size_t n = std::min(length, st->body_.size());
+  if (n == 0 && !st->response_ended_) {
+    st->deferred_ = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (st->response_ended_ && n == st->body_.size())
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+int Http2ServerSession::send_data(nghttp2_session*, nghttp2_frame* f, const uint8_t* framehd,
+                                  size_t length, nghttp2_data_source* source, void* ud) {
+  auto* me = self(ud);
+  auto* st = static_cast<Http2Stream*>(source->ptr);
+  auto& out = me->conn_.output();
+  out.append(framehd, 9);
+  out.move_from(st->body_, length);
+  if (st->writable_wanted_ && st->body_.size() < Exchange::kLowWatermark) {
+    st->writable_wanted_ = false;
+    me->writable_.push_back(st);
+  }
+  return 0;
+}
+
+} // namespace portico::server

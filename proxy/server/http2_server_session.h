@@ -1,0 +1,76 @@
+#pragma once
+// HTTP/2 for one client connection on an nghttp2 server session: frames in through
+// nghttp2_session_mem_recv, frames out once per loop iteration through nghttp2_session_mem_send
+// into the connection's queue, DATA payloads moved from each stream's queue without a copy
+// (NGHTTP2_DATA_FLAG_NO_COPY). Flow control is manual: a request's DATA is acknowledged with
+// WINDOW_UPDATE only once its consumer has taken it.
+#include "http/response_head.h"
+#include "server/h2c_upgrade.h"
+#include "server/server_session.h"
+
+#include <nghttp2/nghttp2.h>
+#include <vector>
+
+namespace portico::server {
+
+class ClientConnection;
+class Http2Stream;
+
+class Http2ServerSession final : public ServerSession {
+public:
+  // up is non-null when this session takes over from "Upgrade: h2c".
+  Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up);
+  ~Http2ServerSession() override;
+
+  void on_activate() override;
+  size_t on_input(const char* data, size_t len) override;
+  void on_eof() override;
+  void before_flush() override;
+  void on_output_drained() override;
+  bool idle() const override { return open_streams_ == 0; }
+  void on_timeout() override;
+  void drain() override;
+  void on_close() override;
+
+  // For Http2Stream.
+  ClientConnection& connection() { return conn_; }
+  nghttp2_session* nghttp2() { return session_; }
+  void submit_response(Http2Stream& st, const http::ResponseHead& head);
+  void resume_stream(Http2Stream& st);
+  void consume(Http2Stream& st, size_t n);
+  void reset_stream(Http2Stream& st, uint32_t error_code);
+  void want_write();
+
+private:
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame*, void*);
+  static int on_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t,
+                       const uint8_t*, size_t, uint8_t, void*);
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
+  static int on_data_chunk_recv(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t,
+                                void*);
+  static int on_stream_close(nghttp2_session*, int32_t, uint32_t, void*);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*);
+  static int send_data(nghttp2_session*, nghttp2_frame*, const uint8_t*, size_t,
+                       nghttp2_data_source*, void*);
+  static ssize_t read_data(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*,
+                           nghttp2_data_source*, void*);
+  static const nghttp2_session_callbacks* callbacks();
+
+  void dispatch(Http2Stream& st);
+  void request_ended(Http2Stream& st);
+  void send_settings();
+  void link(Http2Stream* st);
+  void unlink(Http2Stream* st);
+  void fail();
+
+  ClientConnection& conn_;
+  nghttp2_session* session_ = nullptr;
+  Http2Stream* upgraded_stream_ = nullptr;
+  Http2Stream* streams_ = nullptr; // open streams, for aborting them on close
+  std::vector<Http2Stream*> writable_; // streams to tell they may produce again
+  size_t open_streams_ = 0;
+  bool draining_ = false;
+  bool failed_ = false;
+};
+
+} // namespace portico::server

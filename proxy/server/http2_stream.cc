@@ -1,0 +1,82 @@
+#include "server/http2_stream.h"
+
+#include "server/http2_server_session.h"
+
+#include <vector>
+
+namespace portico::server {
+
+namespace {
+// Streams outlive no connection, but their memory is reused across connections of a thread.
+constexpr size_t kMaxFreeStreams = 4096;
+thread_local std::vector<Http2Stream*> free_streams;
+} // namespace
+
+Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
+  Http2Stream* st;
+  if (!free_streams.empty()) {
+    st = free_streams.back();
+    free_streams.pop_back();
+  } else {
+    st = new Http2Stream;
+  }
+  st->session_ = &s;
+  st->id_ = id;
+  st->loop_ = nullptr;
+  st->listener_ = nullptr;
+  st->head_sent_ = st->response_ended_ = st->request_ended_ = false;
+  st->header_bytes_ = st->unconsumed_ = 0;
+  st->paused_ = st->dispatched_ = st->deferred_ = st->has_provider_ = false;
+  st->writable_wanted_ = st->too_large_ = false;
+  st->prev_ = st->next_ = nullptr;
+  st->request_.clear();
+  return st;
+}
+
+void Http2Stream::release(Http2Stream* st) {
+  st->body_.clear();
+  st->arena_.reset();
+  st->session_ = nullptr;
+  if (free_streams.size() < kMaxFreeStreams)
+    free_streams.push_back(st);
+  else
+    delete st;
+}
+
+void Http2Stream::send_head(const http::ResponseHead& head) {
+  if (head_sent_)
+    return;
+  head_sent_ = true;
+  session_->submit_response(*this, head);
+}
+
+void Http2Stream::send_body(std::string_view data) {
+  if (!has_provider_ || response_ended_ || data.empty())
+    return;
+  body_.append(data);
+  if (body_.size() > kHighWatermark)
+    writable_wanted_ = true;
+  session_->resume_stream(*this);
+}
+
+void Http2Stream::end_response() {
+  if (!head_sent_ || response_ended_)
+    return;
+  response_ended_ = true;
+  if (has_provider_)
+    session_->resume_stream(*this);
+}
+
+void Http2Stream::pause_request_body() { paused_ = true; }
+
+void Http2Stream::resume_request_body() {
+  paused_ = false;
+  if (unconsumed_ > 0) {
+    session_->consume(*this, unconsumed_);
+    unconsumed_ = 0;
+  }
+}
+
+void Http2Stream::abort() { session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR); }
+
+} // namespace portico::server

@@ -1,0 +1,48 @@
+#pragma once
+// One HTTP/2 request stream as an Exchange. The response body waits in the stream's own queue
+// until nghttp2 schedules a DATA frame for it, so a slow stream never holds up the others.
+// Streams are recycled through a per-thread free list, arena blocks and all.
+#include "core/byte_queue.h"
+#include "server/exchange.h"
+
+#include <cstdint>
+
+namespace portico::server {
+
+class Http2ServerSession;
+
+class Http2Stream final : public Exchange {
+public:
+  static Http2Stream* acquire(Http2ServerSession& s, int32_t id);
+  static void release(Http2Stream* st);
+
+  void send_head(const http::ResponseHead& head) override;
+  void send_body(std::string_view data) override;
+  void end_response() override;
+  size_t buffered() const override { return body_.size(); }
+  void pause_request_body() override;
+  void resume_request_body() override;
+  void abort() override;
+
+  int32_t id() const { return id_; }
+
+private:
+  friend class Http2ServerSession;
+  Http2Stream() = default;
+
+  Http2ServerSession* session_ = nullptr;
+  Http2Stream* prev_ = nullptr; // the session's list of open streams
+  Http2Stream* next_ = nullptr;
+  int32_t id_ = 0;
+  core::ByteQueue body_;          // response DATA not yet framed
+  size_t header_bytes_ = 0;       // request header section size, for the limit
+  size_t unconsumed_ = 0;         // request DATA held back from WINDOW_UPDATE while paused
+  bool paused_ = false;
+  bool dispatched_ = false;       // the handler has seen the head
+  bool deferred_ = false;         // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)
+  bool has_provider_ = false;     // the response was submitted with a body
+  bool writable_wanted_ = false;  // went above the high watermark; tell the listener when low
+  bool too_large_ = false;        // header section over the limit: answered 431
+};
+
+} // namespace portico::server

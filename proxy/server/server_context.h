@@ -1,0 +1,75 @@
+#pragma once
+// Everything one worker thread's server side shares: its loop, its handler, its limits, and
+// the connections it owns. Connections mark themselves dirty; once per loop iteration (an
+// ev_prepare, after every callback has run) the context parses deferred input, flushes output
+// with one writev per connection, and destroys closed connections, so no object is ever
+// deleted inside its own callback.
+#include "http/http1_request_parser.h"
+#include "server/exchange.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace portico::server {
+
+class ClientConnection;
+
+struct ServerLimits {
+  http::ParserLimits parser;
+  ev_tstamp keepalive_timeout = 5;  // idle connection between requests
+  ev_tstamp header_timeout = 30;    // a request head that does not finish arriving
+  ev_tstamp linger_timeout = 2;     // reading and dropping input after a close
+  uint32_t h2_max_concurrent_streams = 256;
+  std::string server_name = "portico"; // the Server header
+};
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t requests = 0;
+};
+
+class ServerContext {
+public:
+  ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits);
+  ~ServerContext();
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
+  struct ev_loop* loop() const { return loop_; }
+  RequestHandler& handler() const { return handler_; }
+  const ServerLimits& limits() const { return limits_; }
+  ServerStats& stats() { return stats_; }
+
+  // Takes ownership of an accepted socket.
+  void adopt(int fd);
+  void mark_dirty(ClientConnection* c);
+  void remove(ClientConnection* c);
+  size_t connection_count() const { return connections_.size(); }
+
+  // Graceful stop: idle connections close now, busy ones after their current exchanges, with
+  // "Connection: close" on HTTP/1 and GOAWAY on HTTP/2. on_drained runs once none is left.
+  void begin_drain(std::function<void()> on_drained);
+  bool draining() const { return draining_; }
+  // Closes every connection at once.
+  void close_all();
+
+private:
+  static void prepare_cb(struct ev_loop* loop, ev_prepare* w, int revents);
+  void run_deferred();
+  void check_drained();
+
+  struct ev_loop* loop_;
+  RequestHandler& handler_;
+  ServerLimits limits_;
+  ServerStats stats_;
+  ev_prepare prepare_;
+  std::vector<ClientConnection*> connections_; // index kept in each connection
+  std::vector<ClientConnection*> dirty_;
+  std::vector<ClientConnection*> dirty_scratch_;
+  bool draining_ = false;
+  std::function<void()> on_drained_;
+};
+
+} // namespace portico::server
