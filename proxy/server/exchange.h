@@ -56,6 +56,9 @@ public:
   // Aborts: HTTP/1 closes the connection, HTTP/2 resets the stream.
   virtual void abort() = 0;
 
+  // The client's address as text ("192.0.2.1", "2001:db8::1", "unix"), for X-Forwarded-For.
+  std::string_view client_address() const { return client_address_; }
+
   bool head_sent() const { return head_sent_; }
   bool response_ended() const { return response_ended_; }
   bool request_ended() const { return request_ended_; }
@@ -69,6 +72,7 @@ protected:
   http::Arena arena_;
   struct ev_loop* loop_ = nullptr;
   ExchangeListener* listener_ = nullptr;
+  std::string_view client_address_;
   bool head_sent_ = false;
   bool response_ended_ = false;
   bool request_ended_ = false;

@@ -1,0 +1,78 @@
+#pragma once
+// Portico's configuration, validated and immutable once loaded (config_loader.h makes it from
+// TOML). Every field has the default a user of nginx or nghttpx would expect.
+#include "core/listen_address.h"
+
+#include <string>
+#include <vector>
+
+namespace portico::config {
+
+struct SniCertificate {
+  std::vector<std::string> server_names; // exact names or "*.example.com"
+  std::string certificate;               // PEM chain, resolved relative to the config file
+  std::string private_key;
+};
+
+struct TlsConfig {
+  std::string certificate; // the default certificate
+  std::string private_key;
+  std::vector<SniCertificate> sni;
+};
+
+struct ListenerConfig {
+  core::ListenAddress address;
+  bool tls_enabled = false;
+  TlsConfig tls;
+  std::string access_log; // path, "" = off
+  std::string access_log_format = "text"; // text | json
+};
+
+struct AdminConfig {
+  core::ListenAddress address;
+  bool enabled = true;
+};
+
+struct ClusterConfig {
+  std::string name;
+  std::vector<std::string> endpoints;   // "unix:/path", "IP:port", "name:port"
+  std::string protocol = "http1";       // upstream protocol
+  int max_connections = 0;              // per endpoint, whole proxy; 0 = unlimited
+  double queue_timeout = 5;             // seconds a request may wait for a connection
+  double connect_timeout = 5;
+  double response_timeout = 60;         // to the first response byte (then idle between reads)
+  double idle_timeout = 0;              // pooled idle connection retired after; 0 = learned/4 s
+  int max_idle_per_endpoint = 64;       // per worker thread
+  bool retry_on_reset = true;           // one retry on a fresh connection before any response byte
+};
+
+struct RouteConfig {
+  std::string host;                     // "" = any; exact, or "*.example.com"
+  std::string path_prefix = "/";
+  std::string cluster;
+  size_t cluster_index = 0;             // resolved at load time
+};
+
+struct ServerConfig {
+  int workers = 0;                      // 0 = one per core
+  double grace_period = 30;             // SIGTERM: how long in-flight work may finish
+  double keepalive_timeout = 60;        // client connections
+  double header_timeout = 30;
+  size_t max_header_bytes = 32768;
+  long long max_body_bytes = -1;        // -1 = unlimited
+  bool add_via = false;
+  bool add_forwarded = true;            // X-Forwarded-For/-Proto and Forwarded
+  std::string request_id_header = "x-request-id";
+  int h2_max_concurrent_streams = 1024;
+};
+
+struct Config {
+  std::string path;
+  ServerConfig server;
+  std::vector<ListenerConfig> listeners;
+  AdminConfig admin;
+  std::vector<ClusterConfig> clusters;
+  std::vector<RouteConfig> routes;
+};
+
+} // namespace portico::config

@@ -1,0 +1,357 @@
+#include "config/config_loader.h"
+
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+namespace portico::config {
+
+namespace {
+
+// Collects errors with their position; the loader goes on after each so all are reported.
+class Reader {
+public:
+  Reader(const std::string& path, std::vector<std::string>* errors)
+      : path_(path), errors_(errors) {}
+
+  void error(const toml::source_region& at, const std::string& msg) {
+    errors_->push_back(path_ + ":" + std::to_string(at.begin.line) + ":" +
+                       std::to_string(at.begin.column) + ": " + msg);
+  }
+  bool failed() const { return !errors_->empty(); }
+
+  // Flags every key of t that is not in known: a typo must not be silently ignored.
+  void only_keys(const toml::table& t, std::initializer_list<std::string_view> known,
+                 const std::string& where) {
+    for (auto&& [k, v] : t) {
+      bool ok = false;
+      for (auto n : known)
+        ok |= k.str() == n;
+      if (!ok)
+        error(k.source(), "unknown key '" + std::string(k.str()) + "' in " + where);
+    }
+  }
+
+  bool get_string(const toml::table& t, std::string_view key, std::string& out,
+                  const std::string& where, bool required = false) {
+    const toml::node* n = t.get(key);
+    if (!n) {
+      if (required)
+        error(t.source(), where + ": '" + std::string(key) + "' is required");
+      return false;
+    }
+    if (auto s = n->value<std::string>()) {
+      out = *s;
+      return true;
+    }
+    error(n->source(), where + ": '" + std::string(key) + "' must be a string");
+    return false;
+  }
+
+  template <typename T>
+  void get_number(const toml::table& t, std::string_view key, T& out, const std::string& where,
+                  double min, double max) {
+    const toml::node* n = t.get(key);
+    if (!n)
+      return;
+    std::optional<double> v;
+    if (n->is_integer())
+      v = static_cast<double>(*n->value<int64_t>());
+    else if (n->is_floating_point())
+      v = *n->value<double>();
+    if (!v || *v < min || *v > max) {
+      error(n->source(), where + ": '" + std::string(key) + "' must be a number from " +
+                             trim(min) + " to " + trim(max));
+      return;
+    }
+    out = static_cast<T>(*v);
+  }
+
+  void get_bool(const toml::table& t, std::string_view key, bool& out, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n)
+      return;
+    if (auto b = n->value<bool>())
+      out = *b;
+    else
+      error(n->source(), where + ": '" + std::string(key) + "' must be true or false");
+  }
+
+  const toml::table* get_table(const toml::table& t, std::string_view key,
+                               const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n)
+      return nullptr;
+    if (!n->is_table()) {
+      error(n->source(), where + ": '" + std::string(key) + "' must be a table");
+      return nullptr;
+    }
+    return n->as_table();
+  }
+
+  // [[name]]: an array of tables.
+  std::vector<const toml::table*> get_tables(const toml::table& t, std::string_view key) {
+    std::vector<const toml::table*> out;
+    const toml::node* n = t.get(key);
+    if (!n)
+      return out;
+    const toml::array* a = n->as_array();
+    if (!a) {
+      error(n->source(), "'" + std::string(key) + "' must be written [[" + std::string(key) + "]]");
+      return out;
+    }
+    for (const auto& e : *a) {
+      if (const auto* et = e.as_table())
+        out.push_back(et);
+      else
+        error(e.source(), "each '" + std::string(key) + "' must be a table");
+    }
+    return out;
+  }
+
+  // A string or an array of strings.
+  std::vector<std::string> get_strings(const toml::table& t, std::string_view key,
+                                       const std::string& where) {
+    std::vector<std::string> out;
+    const toml::node* n = t.get(key);
+    if (!n)
+      return out;
+    if (auto s = n->value<std::string>()) {
+      out.push_back(*s);
+    } else if (const auto* a = n->as_array()) {
+      for (const auto& e : *a) {
+        if (auto s = e.value<std::string>())
+          out.push_back(*s);
+        else
+          error(e.source(), where + ": '" + std::string(key) + "' must hold strings");
+      }
+    } else {
+      error(n->source(), where + ": '" + std::string(key) + "' must be a string or an array");
+    }
+    return out;
+  }
+
+  // Paths in the file are relative to the file's directory, like nginx's include.
+  std::string resolve(const std::string& p) const {
+    if (p.empty() || p[0] == '/')
+      return p;
+    auto slash = path_.rfind('/');
+    return slash == std::string::npos ? p : path_.substr(0, slash + 1) + p;
+  }
+
+  void readable_file(const toml::node* at, const std::string& file, const std::string& what) {
+    if (::access(file.c_str(), R_OK) != 0)
+      error(at ? at->source() : toml::source_region{}, what + " '" + file + "' cannot be read");
+  }
+
+private:
+  static std::string trim(double d) {
+    std::ostringstream o;
+    o << d;
+    return o.str();
+  }
+  const std::string& path_;
+  std::vector<std::string>* errors_;
+};
+
+void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
+  const std::string w = "[server]";
+  r.only_keys(t,
+              {"workers", "grace_period", "keepalive_timeout", "header_timeout",
+               "max_header_bytes", "max_body_bytes", "via", "forwarded", "request_id_header",
+               "h2_max_concurrent_streams"},
+              w);
+  r.get_number(t, "workers", s.workers, w, 0, 256);
+  r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
+  r.get_number(t, "keepalive_timeout", s.keepalive_timeout, w, 0.001, 86400);
+  r.get_number(t, "header_timeout", s.header_timeout, w, 0.001, 86400);
+  r.get_number(t, "max_header_bytes", s.max_header_bytes, w, 1024, 1 << 20);
+  r.get_number(t, "max_body_bytes", s.max_body_bytes, w, -1, 1e15);
+  r.get_bool(t, "via", s.add_via, w);
+  r.get_bool(t, "forwarded", s.add_forwarded, w);
+  r.get_string(t, "request_id_header", s.request_id_header, w);
+  r.get_number(t, "h2_max_concurrent_streams", s.h2_max_concurrent_streams, w, 1, 65536);
+}
+
+void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w) {
+  r.only_keys(t, {"certificate", "private_key", "sni"}, w);
+  if (r.get_string(t, "certificate", tls.certificate, w, true)) {
+    tls.certificate = r.resolve(tls.certificate);
+    r.readable_file(t.get("certificate"), tls.certificate, "certificate");
+  }
+  if (r.get_string(t, "private_key", tls.private_key, w, true)) {
+    tls.private_key = r.resolve(tls.private_key);
+    r.readable_file(t.get("private_key"), tls.private_key, "private key");
+  }
+  for (const toml::table* st : r.get_tables(t, "sni")) {
+    SniCertificate sni;
+    std::string sw = w + " sni";
+    r.only_keys(*st, {"server_names", "certificate", "private_key"}, sw);
+    sni.server_names = r.get_strings(*st, "server_names", sw);
+    if (sni.server_names.empty())
+      r.error(st->source(), sw + ": 'server_names' is required");
+    if (r.get_string(*st, "certificate", sni.certificate, sw, true)) {
+      sni.certificate = r.resolve(sni.certificate);
+      r.readable_file(st->get("certificate"), sni.certificate, "certificate");
+    }
+    if (r.get_string(*st, "private_key", sni.private_key, sw, true)) {
+      sni.private_key = r.resolve(sni.private_key);
+      r.readable_file(st->get("private_key"), sni.private_key, "private key");
+    }
+    tls.sni.push_back(std::move(sni));
+  }
+}
+
+void read_listener(Reader& r, const toml::table& t, Config& c) {
+  const std::string w = "[[listener]]";
+  r.only_keys(t, {"address", "tls", "access_log", "access_log_format"}, w);
+  ListenerConfig l;
+  std::string addr;
+  if (r.get_string(t, "address", addr, w, true)) {
+    std::string err;
+    if (auto a = core::parse_listen_address(addr, &err))
+      l.address = *a;
+    else
+      r.error(t.get("address")->source(), err);
+  }
+  if (const toml::table* tls = r.get_table(t, "tls", w)) {
+    l.tls_enabled = true;
+    read_tls(r, *tls, l.tls, w + " tls");
+  }
+  if (r.get_string(t, "access_log", l.access_log, w))
+    l.access_log = r.resolve(l.access_log);
+  if (r.get_string(t, "access_log_format", l.access_log_format, w) &&
+      l.access_log_format != "text" && l.access_log_format != "json")
+    r.error(t.get("access_log_format")->source(), w + ": access_log_format is text or json");
+  c.listeners.push_back(std::move(l));
+}
+
+bool valid_endpoint(const std::string& e) {
+  if (e.starts_with("unix:"))
+    return e.size() > 6 && e[5] == '/';
+  auto colon = e.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == e.size())
+    return false;
+  for (size_t i = colon + 1; i < e.size(); ++i)
+    if (e[i] < '0' || e[i] > '9')
+      return false;
+  int port = std::stoi(e.substr(colon + 1));
+  return port > 0 && port < 65536;
+}
+
+void read_cluster(Reader& r, const toml::table& t, Config& c) {
+  const std::string w = "[[cluster]]";
+  r.only_keys(t,
+              {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
+               "connect_timeout", "response_timeout", "idle_timeout", "max_idle_per_endpoint",
+               "retry_on_reset"},
+              w);
+  ClusterConfig cl;
+  r.get_string(t, "name", cl.name, w, true);
+  for (const auto& other : c.clusters)
+    if (!cl.name.empty() && other.name == cl.name)
+      r.error(t.get("name")->source(), "cluster '" + cl.name + "' is defined twice");
+  const std::string cw = "cluster '" + cl.name + "'";
+  cl.endpoints = r.get_strings(t, "endpoints", cw);
+  if (cl.endpoints.empty())
+    r.error(t.source(), cw + ": 'endpoints' needs at least one endpoint");
+  for (const auto& e : cl.endpoints)
+    if (!valid_endpoint(e))
+      r.error(t.get("endpoints")->source(),
+              cw + ": endpoint '" + e + "' is not unix:/path or HOST:PORT");
+  if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1")
+    r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\"");
+  r.get_number(t, "max_connections", cl.max_connections, cw, 0, 1e6);
+  r.get_number(t, "queue_timeout", cl.queue_timeout, cw, 0, 86400);
+  r.get_number(t, "connect_timeout", cl.connect_timeout, cw, 0.001, 86400);
+  r.get_number(t, "response_timeout", cl.response_timeout, cw, 0.001, 86400);
+  r.get_number(t, "idle_timeout", cl.idle_timeout, cw, 0, 86400);
+  r.get_number(t, "max_idle_per_endpoint", cl.max_idle_per_endpoint, cw, 0, 1e6);
+  r.get_bool(t, "retry_on_reset", cl.retry_on_reset, cw);
+  c.clusters.push_back(std::move(cl));
+}
+
+void read_route(Reader& r, const toml::table& t, Config& c) {
+  const std::string w = "[[route]]";
+  r.only_keys(t, {"host", "path_prefix", "cluster"}, w);
+  RouteConfig rt;
+  r.get_string(t, "host", rt.host, w);
+  if (r.get_string(t, "path_prefix", rt.path_prefix, w) &&
+      (rt.path_prefix.empty() || rt.path_prefix[0] != '/'))
+    r.error(t.get("path_prefix")->source(), w + ": path_prefix must start with '/'");
+  if (r.get_string(t, "cluster", rt.cluster, w, true)) {
+    bool found = false;
+    for (size_t i = 0; i < c.clusters.size(); ++i)
+      if (c.clusters[i].name == rt.cluster) {
+        rt.cluster_index = i;
+        found = true;
+      }
+    if (!found)
+      r.error(t.get("cluster")->source(), w + ": no cluster named '" + rt.cluster + "'");
+  }
+  c.routes.push_back(std::move(rt));
+}
+
+} // namespace
+
+std::optional<Config> parse_config(std::string_view text, const std::string& path,
+                                   std::vector<std::string>* errors) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    errors->push_back(path + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
+                      ": " + std::string(e.description()));
+    return std::nullopt;
+  }
+  Reader r(path, errors);
+  Config c;
+  c.path = path;
+  r.only_keys(root, {"server", "listener", "admin", "cluster", "route"}, "the top level");
+  if (const toml::table* s = r.get_table(root, "server", "top level"))
+    read_server(r, *s, c.server);
+  for (const toml::table* t : r.get_tables(root, "listener"))
+    read_listener(r, *t, c);
+  if (c.listeners.empty())
+    r.error(root.source(), "at least one [[listener]] is required");
+  std::string err;
+  c.admin.address = *core::parse_listen_address("127.0.0.1:9901", &err);
+  if (const toml::table* a = r.get_table(root, "admin", "top level")) {
+    r.only_keys(*a, {"address", "enabled"}, "[admin]");
+    std::string addr;
+    if (r.get_string(*a, "address", addr, "[admin]")) {
+      if (auto pa = core::parse_listen_address(addr, &err))
+        c.admin.address = *pa;
+      else
+        r.error(a->get("address")->source(), err);
+    }
+    r.get_bool(*a, "enabled", c.admin.enabled, "[admin]");
+  }
+  for (const toml::table* t : r.get_tables(root, "cluster"))
+    read_cluster(r, *t, c);
+  // Routes refer to clusters by name: read after every cluster is known.
+  for (const toml::table* t : r.get_tables(root, "route"))
+    read_route(r, *t, c);
+  if (c.routes.empty())
+    r.error(root.source(), "at least one [[route]] is required");
+  if (r.failed())
+    return std::nullopt;
+  return c;
+}
+
+std::optional<Config> load_config(const std::string& path, std::vector<std::string>* errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    errors->push_back(path + ":1:1: cannot open the file");
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path, errors);
+}
+
+} // namespace portico::config

@@ -1,0 +1,56 @@
+#include "core/deferred_queue.h"
+
+#include <algorithm>
+
+namespace portico::core {
+
+DeferredQueue::DeferredQueue(struct ev_loop* loop) : loop_(loop) {
+  ev_prepare_init(&prepare_, prepare_cb);
+  prepare_.data = this;
+  ev_prepare_start(loop_, &prepare_);
+  ev_unref(loop_); // pending work alone does not keep the loop running
+}
+
+DeferredQueue::~DeferredQueue() {
+  ev_ref(loop_);
+  ev_prepare_stop(loop_, &prepare_);
+}
+
+void DeferredQueue::add(Deferred* d) {
+  if (d->queued_)
+    return;
+  d->queued_ = true;
+  items_.push_back(d);
+}
+
+void DeferredQueue::cancel(Deferred* d) {
+  if (!d->queued_)
+    return;
+  d->queued_ = false;
+  if (auto it = std::find(items_.begin(), items_.end(), d); it != items_.end())
+    *it = nullptr;
+  if (auto it = std::find(running_.begin(), running_.end(), d); it != running_.end())
+    *it = nullptr;
+}
+
+void DeferredQueue::prepare_cb(struct ev_loop*, ev_prepare* w, int) {
+  static_cast<DeferredQueue*>(w->data)->run();
+}
+
+void DeferredQueue::run() {
+  // Running an item may queue more (a flush lets a producer go on): a few rounds.
+  for (int round = 0; round < 8 && !items_.empty(); ++round) {
+    running_.swap(items_);
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Deferred* d = running_[i];
+      if (!d)
+        continue;
+      d->queued_ = false;
+      running_[i] = nullptr;
+      d->run_deferred();
+    }
+    running_.clear();
+  }
+}
+
+} // namespace portico::core

@@ -1,0 +1,191 @@
+// portico: reverse proxy and HTTP/2 terminator. See README.md for the configuration.
+#include "config/config_loader.h"
+#include "portico/proxy_worker.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <netdb.h>
+#include <string_view>
+#include <unistd.h>
+
+namespace {
+
+using namespace portico;
+
+constexpr const char* kUsage = R"(usage: portico -c FILE [-t]
+  -c FILE     configuration (TOML)
+  -t          check the configuration and exit: 0 when valid, 1 with every error as FILE:LINE:COL
+  --version   print the version
+Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
+[server] grace_period), INT immediate stop.
+)";
+
+// Names are resolved once at start-up, before any loop runs.
+bool resolve_endpoints(const config::Config& cfg,
+                       std::vector<std::vector<upstream::SocketAddress>>* out) {
+  bool ok = true;
+  for (const auto& c : cfg.clusters) {
+    std::vector<upstream::SocketAddress> addrs;
+    for (const auto& text : c.endpoints) {
+      auto spec = upstream::parse_endpoint(text);
+      upstream::SocketAddress a;
+      if (auto lit = upstream::literal_address(*spec)) {
+        a = *lit;
+      } else {
+        addrinfo hints{};
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* res = nullptr;
+        std::string port = std::to_string(spec->port);
+        int rc = ::getaddrinfo(spec->host.c_str(), port.c_str(), &hints, &res);
+        if (rc != 0 || !res) {
+          std::fprintf(stderr, "portico: cluster '%s': cannot resolve %s: %s\n", c.name.c_str(),
+                       text.c_str(), gai_strerror(rc));
+          ok = false;
+        } else {
+          std::memcpy(&a.storage, res->ai_addr, res->ai_addrlen);
+          a.len = res->ai_addrlen;
+          ::freeaddrinfo(res);
+        }
+      }
+      addrs.push_back(a);
+    }
+    out->push_back(std::move(addrs));
+  }
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path;
+  bool test_only = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-c" && i + 1 < argc) {
+      config_path = argv[++i];
+    } else if (a == "-t") {
+      test_only = true;
+    } else if (a == "--version" || a == "-v") {
+      std::printf("portico %s\n", PORTICO_VERSION);
+      return 0;
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "portico: unknown argument %s\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (config_path.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::vector<std::string> errors;
+  auto cfg = config::load_config(config_path, &errors);
+  if (!cfg) {
+    for (const auto& e : errors)
+      std::fprintf(stderr, "%s\n", e.c_str());
+    return 1;
+  }
+  for (const auto& l : cfg->listeners)
+    if (l.tls_enabled) {
+      std::fprintf(stderr, "%s: TLS listeners are not available in this build yet\n",
+                   config_path.c_str());
+      return 1;
+    }
+  if (test_only) {
+    std::printf("portico: configuration %s is valid\n", config_path.c_str());
+    return 0;
+  }
+
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::vector<upstream::SocketAddress>> addresses;
+  if (!resolve_endpoints(*cfg, &addresses))
+    return 1;
+
+  int workers = cfg->server.workers > 0 ? cfg->server.workers
+                                        : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
+  // TCP listeners get a socket per worker (SO_REUSEPORT: the kernel spreads connections);
+  // a unix socket is shared, each worker accepting through EPOLLEXCLUSIVE.
+  std::vector<std::vector<int>> fds(workers);
+  std::vector<std::string> unix_paths;
+  for (const auto& l : cfg->listeners) {
+    bool tcp = l.address.kind == core::ListenAddress::Kind::TCP;
+    int shared = -1;
+    for (int w = 0; w < workers; ++w) {
+      std::string err;
+      int fd = shared;
+      if (tcp || shared < 0) {
+        fd = core::open_listener(l.address, 4096, tcp, &err);
+        if (fd < 0) {
+          std::fprintf(stderr, "portico: %s\n", err.c_str());
+          return 1;
+        }
+      }
+      if (!tcp)
+        shared = fd;
+      fds[w].push_back(fd);
+    }
+    if (!tcp)
+      unix_paths.push_back(l.address.path);
+    std::fprintf(stderr, "portico: listening on %s\n", l.address.text.c_str());
+  }
+
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP})
+    sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr); // worker threads inherit the mask
+
+  std::vector<std::unique_ptr<proxy::ProxyWorker>> pool;
+  for (int w = 0; w < workers; ++w)
+    pool.push_back(std::make_unique<proxy::ProxyWorker>(*cfg, w, workers, fds[w], addresses));
+  for (auto& w : pool)
+    w->start();
+  std::fprintf(stderr, "portico: started %d workers\n", workers);
+
+  bool draining = false;
+  timespec deadline{};
+  for (;;) {
+    bool all_done = true;
+    for (auto& w : pool)
+      all_done &= w->finished();
+    if (all_done)
+      break;
+    timespec tick{0, 50 * 1000 * 1000};
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGQUIT) {
+      if (!draining) {
+        std::fprintf(stderr, "portico: graceful stop\n");
+        draining = true;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += static_cast<time_t>(cfg->server.grace_period);
+        for (auto& w : pool)
+          w->drain();
+      }
+    } else if (sig == SIGINT) {
+      std::fprintf(stderr, "portico: immediate stop\n");
+      for (auto& w : pool)
+        w->stop();
+    } else if (sig == SIGHUP) {
+      std::fprintf(stderr, "portico: configuration reload is not supported yet; ignoring HUP\n");
+    }
+    if (draining) {
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec >= deadline.tv_sec)
+        for (auto& w : pool)
+          w->stop();
+    }
+  }
+  pool.clear();
+  for (auto& list : fds)
+    for (int fd : list)
+      ::close(fd);
+  for (const auto& p : unix_paths)
+    ::unlink(p.c_str());
+  std::fprintf(stderr, "portico: stopped\n");
+  return 0;
+}

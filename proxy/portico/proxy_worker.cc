@@ -1,0 +1,96 @@
+#include "portico/proxy_worker.h"
+
+#include <unistd.h>
+
+namespace portico::proxy {
+
+namespace {
+server::ServerLimits limits_from(const config::Config& cfg) {
+  server::ServerLimits l;
+  l.keepalive_timeout = cfg.server.keepalive_timeout;
+  l.header_timeout = cfg.server.header_timeout;
+  l.parser.max_header_bytes = cfg.server.max_header_bytes;
+  l.parser.max_body_bytes = cfg.server.max_body_bytes;
+  l.h2_max_concurrent_streams = static_cast<uint32_t>(cfg.server.h2_max_concurrent_streams);
+  l.server_name = "portico";
+  return l;
+}
+} // namespace
+
+ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
+                         std::vector<int> listen_fds,
+                         const std::vector<std::vector<upstream::SocketAddress>>& addresses)
+    : cfg_(cfg), index_(index), listen_fds_(std::move(listen_fds)) {
+  loop_ = ev_loop_new(EVFLAG_AUTO);
+  deferred_ = std::make_unique<core::DeferredQueue>(loop_);
+  std::vector<std::unique_ptr<upstream::Cluster>> clusters;
+  for (size_t i = 0; i < cfg.clusters.size(); ++i)
+    clusters.push_back(std::make_unique<upstream::Cluster>(loop_, *deferred_, cfg.clusters[i],
+                                                           addresses[i], index, count));
+  router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters));
+  ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg));
+  ev_async_init(&async_, async_cb);
+  async_.data = this;
+  ev_async_start(loop_, &async_);
+}
+
+ProxyWorker::~ProxyWorker() {
+  join();
+  acceptors_.clear();
+  ctx_.reset();
+  router_.reset();
+  deferred_.reset();
+  ev_async_stop(loop_, &async_);
+  ev_loop_destroy(loop_);
+}
+
+void ProxyWorker::start() {
+  for (int fd : listen_fds_) {
+    auto a = std::make_unique<server::Acceptor>(*ctx_, fd);
+    a->start();
+    acceptors_.push_back(std::move(a));
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void ProxyWorker::run() {
+  ev_run(loop_, 0);
+  finished_.store(true, std::memory_order_release);
+}
+
+void ProxyWorker::drain() {
+  int expected = 0;
+  command_.compare_exchange_strong(expected, 1);
+  ev_async_send(loop_, &async_);
+}
+
+void ProxyWorker::stop() {
+  command_.store(2);
+  ev_async_send(loop_, &async_);
+}
+
+void ProxyWorker::join() {
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void ProxyWorker::async_cb(struct ev_loop*, ev_async* w, int) {
+  static_cast<ProxyWorker*>(w->data)->on_async();
+}
+
+void ProxyWorker::on_async() {
+  int cmd = command_.load();
+  if (cmd == 2) {
+    acceptors_.clear();
+    ctx_->close_all();
+    ev_break(loop_, EVBREAK_ALL);
+    return;
+  }
+  if (cmd == 1 && !draining_) {
+    draining_ = true;
+    acceptors_.clear(); // this worker's accept sockets stop; the listening fds close in main
+    ctx_->begin_drain([this] { ev_break(loop_, EVBREAK_ALL); });
+  }
+}
+
+} // namespace portico::proxy

@@ -1,0 +1,55 @@
+#pragma once
+// One worker thread of portico: its own libev loop, its own accept sockets (SO_REUSEPORT for
+// TCP), its own clusters and pools, its own server context. Nothing on the request path is
+// shared with another worker; the main thread talks to it only through an ev_async.
+#include "config/config.h"
+#include "core/deferred_queue.h"
+#include "server/acceptor.h"
+#include "server/server_context.h"
+#include "upstream/router.h"
+
+#include <atomic>
+#include <ev.h>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace portico::proxy {
+
+class ProxyWorker {
+public:
+  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<int> listen_fds,
+              const std::vector<std::vector<upstream::SocketAddress>>& addresses);
+  ~ProxyWorker();
+  ProxyWorker(const ProxyWorker&) = delete;
+  ProxyWorker& operator=(const ProxyWorker&) = delete;
+
+  void start();
+  // From any thread: stop accepting, finish in-flight exchanges (GOAWAY, Connection: close).
+  void drain();
+  // From any thread: close everything now and end the loop.
+  void stop();
+  void join();
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+private:
+  static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
+  void on_async();
+  void run();
+
+  const config::Config& cfg_;
+  int index_;
+  struct ev_loop* loop_;
+  std::unique_ptr<core::DeferredQueue> deferred_;
+  std::unique_ptr<upstream::Router> router_;
+  std::unique_ptr<server::ServerContext> ctx_;
+  std::vector<int> listen_fds_;
+  std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
+  ev_async async_;
+  std::atomic<int> command_{0}; // 1 drain, 2 stop
+  std::atomic<bool> finished_{false};
+  bool draining_ = false;
+  std::thread thread_;
+};
+
+} // namespace portico::proxy

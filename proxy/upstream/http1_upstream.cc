@@ -1,0 +1,275 @@
+#include "upstream/http1_upstream.h"
+
+#include "upstream/upstream_pool.h"
+
+#include <cerrno>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::upstream {
+
+namespace {
+constexpr size_t kMaxResponseHeaderBytes = 65536;
+constexpr int kReadsPerWakeup = 4;
+} // namespace
+
+void Http1Upstream::read_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http1Upstream*>(w->data)->on_readable();
+}
+void Http1Upstream::write_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http1Upstream*>(w->data)->on_writable();
+}
+void Http1Upstream::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Http1Upstream*>(w->data)->on_timer();
+}
+
+Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
+    : pool_(pool), fd_(fd), parser_(*this, head_, arena_, kMaxResponseHeaderBytes) {
+  ev_io_init(&rev_, read_cb, fd_, EV_READ);
+  rev_.data = this;
+  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
+  wev_.data = this;
+  ev_init(&timer_, timer_cb);
+  timer_.data = this;
+  in_ = core::BlockPool::local().get();
+  // Writability tells that connect(2) finished, one way or the other.
+  ev_io_start(pool_.loop(), &wev_);
+  arm_timer(pool_.cluster().connect_timeout);
+}
+
+Http1Upstream::~Http1Upstream() {
+  pool_.deferred().cancel(this);
+  if (state_ != State::CLOSED) {
+    ev_io_stop(pool_.loop(), &rev_);
+    ev_io_stop(pool_.loop(), &wev_);
+    ev_timer_stop(pool_.loop(), &timer_);
+    ::close(fd_);
+  }
+  core::BlockPool::local().put(in_);
+}
+
+void Http1Upstream::arm_timer(double seconds) {
+  timer_.repeat = seconds;
+  ev_timer_again(pool_.loop(), &timer_);
+}
+
+void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
+  client_ = client;
+  ++requests_;
+  request_complete_ = false;
+  response_seen_ = response_done_ = false;
+  reading_paused_ = false;
+  arena_.reset();
+  parser_.start(head_request);
+  if (state_ == State::IDLE) {
+    state_ = State::ACTIVE;
+    ev_io_start(pool_.loop(), &rev_);
+    last_read_ = ev_now(pool_.loop());
+    arm_timer(pool_.cluster().response_timeout);
+  }
+}
+
+void Http1Upstream::detach() {
+  client_ = nullptr;
+  close();
+}
+
+void Http1Upstream::want_flush() {
+  if (state_ == State::ACTIVE)
+    pool_.deferred().add(this);
+}
+
+void Http1Upstream::run_deferred() { flush(); }
+
+void Http1Upstream::flush() {
+  if (state_ != State::ACTIVE)
+    return;
+  bool was_high = out_.size() >= 64 * 1024;
+  if (!out_.empty()) {
+    ssize_t w = out_.write_to(fd_);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      // The upstream went away while we were writing; its response, if any, may still be
+      // readable, so only fail if nothing comes (the read side reports EOF or a reset).
+      if (errno == EPIPE || errno == ECONNRESET) {
+        out_.clear();
+        ev_io_stop(pool_.loop(), &wev_);
+        on_readable();
+        return;
+      }
+      fail(UpstreamError::RESET);
+      return;
+    }
+  }
+  if (out_.empty())
+    ev_io_stop(pool_.loop(), &wev_);
+  else
+    ev_io_start(pool_.loop(), &wev_);
+  if (was_high && out_.size() < 64 * 1024 && client_)
+    client_->on_upstream_writable();
+}
+
+void Http1Upstream::on_writable() {
+  if (state_ == State::CONNECTING) {
+    on_connected();
+    return;
+  }
+  flush();
+}
+
+void Http1Upstream::on_connected() {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    err = errno;
+  if (err != 0) {
+    fail(UpstreamError::CONNECT_REFUSED);
+    return;
+  }
+  state_ = State::ACTIVE;
+  ev_io_start(pool_.loop(), &rev_);
+  last_read_ = ev_now(pool_.loop());
+  arm_timer(pool_.cluster().response_timeout);
+  flush();
+}
+
+void Http1Upstream::pause_reading() {
+  reading_paused_ = true;
+  ev_io_stop(pool_.loop(), &rev_);
+}
+
+void Http1Upstream::resume_reading() {
+  if (!reading_paused_ || state_ != State::ACTIVE)
+    return;
+  reading_paused_ = false;
+  last_read_ = ev_now(pool_.loop());
+  ev_io_start(pool_.loop(), &rev_);
+  // Bytes that arrived before the pause and were not parsed yet.
+  if (in_->readable() > 0)
+    on_readable();
+}
+
+void Http1Upstream::on_readable() {
+  if (state_ == State::IDLE) {
+    // An idle connection has nothing to say: EOF or stray bytes both end it.
+    char c;
+    ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+      return;
+    close();
+    return;
+  }
+  for (int i = 0; i < kReadsPerWakeup && state_ == State::ACTIVE && !reading_paused_; ++i) {
+    if (in_->readable() == 0)
+      in_->begin = in_->end = 0;
+    ssize_t n = 0;
+    if (in_->readable() == 0) {
+      n = ::read(fd_, in_->data + in_->end, in_->writable());
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+          return;
+        if (errno == EINTR)
+          continue;
+        fail(UpstreamError::RESET);
+        return;
+      }
+      if (n == 0) {
+        // EOF: completes a close-delimited body, cuts anything else.
+        if (parser_.finish() && response_done_)
+          return;
+        fail(UpstreamError::RESET);
+        return;
+      }
+      in_->end += static_cast<uint32_t>(n);
+      last_read_ = ev_now(pool_.loop());
+    }
+    response_seen_ = true;
+    size_t used = parser_.feed(in_->data + in_->begin, in_->readable());
+    in_->begin += static_cast<uint32_t>(used);
+    if (state_ != State::ACTIVE || response_done_)
+      return;
+    if (parser_.failed()) {
+      fail(UpstreamError::PROTOCOL_ERROR);
+      return;
+    }
+  }
+}
+
+void Http1Upstream::on_timer() {
+  double now = ev_now(pool_.loop());
+  switch (state_) {
+  case State::CONNECTING:
+    fail(UpstreamError::CONNECT_TIMEOUT);
+    return;
+  case State::ACTIVE: {
+    // A paused read is the client's doing, not the upstream's.
+    double left = last_read_ + pool_.cluster().response_timeout - now;
+    if (reading_paused_ || left > 0.001) {
+      arm_timer(reading_paused_ ? pool_.cluster().response_timeout : left);
+      return;
+    }
+    fail(UpstreamError::RESPONSE_TIMEOUT);
+    return;
+  }
+  case State::IDLE:
+  case State::CLOSED:
+    return; // idle expiry is the pool's timer
+  }
+}
+
+void Http1Upstream::on_response_head(http::UpstreamResponseHead& head) {
+  if (client_)
+    client_->on_upstream_head(head);
+}
+
+void Http1Upstream::on_response_body(std::string_view data) {
+  if (client_)
+    client_->on_upstream_body(data);
+}
+
+void Http1Upstream::on_response_end() {
+  response_done_ = true;
+  finish_exchange();
+}
+
+void Http1Upstream::finish_exchange() {
+  UpstreamClient* c = client_;
+  client_ = nullptr;
+  // Reusable only when both directions ended cleanly and nothing extra arrived.
+  bool reusable = head_.keep_alive && request_complete_ && out_.empty() &&
+                  in_->readable() == 0 && state_ == State::ACTIVE;
+  ev_timer_stop(pool_.loop(), &timer_);
+  if (reusable) {
+    state_ = State::IDLE;
+    reading_paused_ = false;
+    ev_io_start(pool_.loop(), &rev_); // watch for the upstream's close while idle
+  }
+  pool_.release(this, reusable, head_.keepalive_timeout);
+  if (c)
+    c->on_upstream_end();
+}
+
+void Http1Upstream::fail(UpstreamError e) {
+  UpstreamClient* c = client_;
+  client_ = nullptr;
+  bool retryable = (e == UpstreamError::RESET) && requests_ > 1 && !response_seen_;
+  ++pool_.stats().errors[static_cast<int>(e)];
+  close();
+  if (c)
+    c->on_upstream_error(e, retryable);
+}
+
+void Http1Upstream::close() {
+  if (state_ == State::CLOSED)
+    return;
+  state_ = State::CLOSED;
+  ev_io_stop(pool_.loop(), &rev_);
+  ev_io_stop(pool_.loop(), &wev_);
+  ev_timer_stop(pool_.loop(), &timer_);
+  ::close(fd_);
+  fd_ = -1;
+  out_.clear();
+  pool_.deferred().cancel(this);
+  pool_.on_closed(this);
+}
+
+} // namespace portico::upstream

@@ -1,0 +1,91 @@
+#pragma once
+// One HTTP/1.1 keep-alive connection to an upstream endpoint, owned by its UpstreamPool. It
+// carries one exchange at a time (never pipelined). While idle in the pool it keeps reading, so
+// an upstream's close is noticed before the connection is reused, not after.
+#include "core/block_pool.h"
+#include "core/byte_queue.h"
+#include "core/deferred_queue.h"
+#include "http/arena.h"
+#include "http/http1_response_parser.h"
+#include "upstream/upstream_client.h"
+
+#include <ev.h>
+
+namespace portico::upstream {
+
+class UpstreamPool;
+
+class Http1Upstream final : public core::Deferred, private http::Http1ResponseParser::Sink {
+public:
+  enum class State {
+    CONNECTING, // connect(2) in progress; request bytes may already be queued
+    ACTIVE,     // carrying an exchange
+    IDLE,       // in the pool, watched for EOF
+    CLOSED,     // socket closed; the pool destroys the object after this iteration
+  };
+
+  Http1Upstream(UpstreamPool& pool, int fd);
+  ~Http1Upstream() override;
+  Http1Upstream(const Http1Upstream&) = delete;
+  Http1Upstream& operator=(const Http1Upstream&) = delete;
+
+  State state() const { return state_; }
+  // Starts an exchange for client. head_request: the response has no body.
+  void attach(UpstreamClient* client, bool head_request);
+  // The client is gone mid-exchange: the connection cannot be trusted again; it closes.
+  void detach();
+  // Request bytes go here; call want_flush() after writing.
+  core::ByteQueue& output() { return out_; }
+  void want_flush();
+  // The whole request is in the output: the connection may be reused after the response.
+  void request_complete() { request_complete_ = true; }
+  void pause_reading();
+  void resume_reading();
+  size_t buffered() const { return out_.size(); }
+  // Requests carried so far, this one included.
+  uint32_t requests() const { return requests_; }
+  void close();
+
+  // Pool bookkeeping.
+  Http1Upstream* idle_next = nullptr;
+  Http1Upstream* idle_prev = nullptr;
+  double idle_until = 0;
+
+private:
+  static void read_cb(struct ev_loop* loop, ev_io* w, int revents);
+  static void write_cb(struct ev_loop* loop, ev_io* w, int revents);
+  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void on_readable();
+  void on_writable();
+  void on_timer();
+  void on_connected();
+  void flush();
+  void fail(UpstreamError e);
+  void finish_exchange();
+  void arm_timer(double seconds);
+  void run_deferred() override;
+
+  void on_response_head(http::UpstreamResponseHead& head) override;
+  void on_response_body(std::string_view data) override;
+  void on_response_end() override;
+
+  UpstreamPool& pool_;
+  int fd_;
+  State state_ = State::CONNECTING;
+  ev_io rev_, wev_;
+  ev_timer timer_;
+  double last_read_ = 0;
+  core::Block* in_ = nullptr;
+  core::ByteQueue out_;
+  http::Arena arena_;
+  http::UpstreamResponseHead head_;
+  http::Http1ResponseParser parser_;
+  UpstreamClient* client_ = nullptr;
+  uint32_t requests_ = 0;
+  bool request_complete_ = false;
+  bool reading_paused_ = false;
+  bool response_seen_ = false; // any response byte for the current exchange
+  bool response_done_ = false;
+};
+
+} // namespace portico::upstream

@@ -1,0 +1,210 @@
+#include "upstream/proxied_exchange.h"
+
+#include "upstream/cluster.h"
+#include "upstream/http1_upstream.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace portico::upstream {
+
+namespace {
+
+constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
+
+int status_for(UpstreamError e) {
+  switch (e) {
+  case UpstreamError::CONNECT_TIMEOUT:
+  case UpstreamError::RESPONSE_TIMEOUT:
+    return 504;
+  default:
+    return 502;
+  }
+}
+
+} // namespace
+
+void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd) {
+  auto* p = new ProxiedExchange(ex, cluster, fwd);
+  ex.set_listener(p);
+  p->pool_ = &cluster.pick();
+  p->pool_->acquire(p, false);
+}
+
+ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
+                                 const ForwardingOptions& fwd)
+    : ex_(ex), cluster_(cluster), fwd_(fwd) {
+  // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
+  // HEADERS ended the stream.
+  framing_ = body_framing(ex.request(),
+                          ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
+  replayable_ = cluster.config().retry_on_reset;
+}
+
+void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
+  up_ = &up;
+  auto& out = up.output();
+  write_upstream_request_head(out, ex_.request(), framing_, ex_.client_address(), fwd_);
+  if (!replay_.empty()) {
+    // The body so far: what arrived while queued, or all of it again on a retry.
+    if (framing_ == BodyFraming::CHUNKED) {
+      char size[24];
+      auto r = std::to_chars(size, size + sizeof size, replay_.size(), 16);
+      out.append(size, static_cast<size_t>(r.ptr - size));
+      out.append("\r\n");
+    }
+    // Copied without draining: the bytes stay replayable. At most kReplayLimit plus one
+    // read's worth, so 64 blocks always cover it.
+    iovec iov[64];
+    int n = replay_.fill_iovec(iov, 64);
+    for (int i = 0; i < n; ++i)
+      out.append(iov[i].iov_base, iov[i].iov_len);
+    if (framing_ == BodyFraming::CHUNKED)
+      out.append("\r\n");
+    if (!replayable_)
+      replay_.clear();
+  }
+  if (request_ended_)
+    finish_request();
+  up.want_flush();
+  if (client_paused_ && up.buffered() < kUpstreamHigh) {
+    client_paused_ = false;
+    ex_.resume_request_body();
+  }
+}
+
+void ProxiedExchange::write_body(std::string_view data) {
+  auto& out = up_->output();
+  if (framing_ == BodyFraming::CHUNKED) {
+    char size[24];
+    auto r = std::to_chars(size, size + sizeof size, data.size(), 16);
+    out.append(size, static_cast<size_t>(r.ptr - size));
+    out.append("\r\n");
+    out.append(data);
+    out.append("\r\n");
+  } else {
+    out.append(data);
+  }
+  up_->want_flush();
+}
+
+void ProxiedExchange::finish_request() {
+  if (framing_ == BodyFraming::CHUNKED)
+    up_->output().append("0\r\n\r\n");
+  up_->request_complete();
+  up_->want_flush();
+}
+
+void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view data) {
+  if (data.empty())
+    return;
+  if (replayable_ || !up_) {
+    if (up_ && replay_.size() + data.size() > kReplayLimit) {
+      replayable_ = false; // too large to keep: this request will not be retried
+      replay_.clear();
+    } else {
+      replay_.append(data);
+    }
+  }
+  if (up_) {
+    write_body(data);
+    if (up_->buffered() > kUpstreamHigh && !client_paused_) {
+      client_paused_ = true;
+      ex.pause_request_body();
+    }
+  } else if (replay_.size() > kReplayLimit && !client_paused_) {
+    // Waiting for a connection: hold the client back rather than buffer without bound.
+    client_paused_ = true;
+    ex.pause_request_body();
+  }
+}
+
+void ProxiedExchange::on_request_end(server::Exchange&) {
+  request_ended_ = true;
+  if (up_)
+    finish_request();
+}
+
+void ProxiedExchange::on_upstream_writable() {
+  if (client_paused_) {
+    client_paused_ = false;
+    ex_.resume_request_body();
+  }
+}
+
+void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
+  http::ResponseHead head;
+  head.status = h.status;
+  head.content_length = h.chunked ? -1 : h.content_length;
+  for (const auto& f : h.headers) {
+    // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
+    if (is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
+        f.name == "server")
+      continue;
+    if (head.header_count == http::ResponseHead::kMaxHeaders) {
+      // Dropping fields silently would change the response's meaning.
+      up_->detach();
+      up_ = nullptr;
+      fail(502);
+      return;
+    }
+    head.add(f.name, f.value);
+  }
+  response_started_ = true;
+  ex_.send_head(head);
+}
+
+void ProxiedExchange::on_upstream_body(std::string_view data) {
+  ex_.send_body(data);
+  if (up_ && !upstream_paused_ && ex_.above_high_watermark()) {
+    upstream_paused_ = true;
+    up_->pause_reading();
+  }
+}
+
+void ProxiedExchange::on_response_writable(server::Exchange&) {
+  if (upstream_paused_ && up_) {
+    upstream_paused_ = false;
+    up_->resume_reading();
+  }
+}
+
+void ProxiedExchange::on_upstream_end() {
+  up_ = nullptr;
+  ex_.end_response(); // may close the exchange and delete this
+}
+
+void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {
+  up_ = nullptr;
+  if (retryable && !retried_ && replayable_ && !response_started_) {
+    retried_ = true;
+    ++pool_->stats().retries;
+    pool_->acquire(this, true);
+    return;
+  }
+  if (response_started_)
+    ex_.abort(); // the client must see a cut response, never a clean short one
+  else
+    fail(status_for(e));
+}
+
+void ProxiedExchange::on_queue_timeout() { fail(503); }
+
+void ProxiedExchange::fail(int status) {
+  std::string_view reason = http::reason_phrase(status);
+  char body[64];
+  size_t n = std::min(reason.size(), sizeof body - 1);
+  std::copy_n(reason.data(), n, body);
+  body[n++] = '\n';
+  ex_.respond(status, "text/plain", {body, n}); // may delete this
+}
+
+void ProxiedExchange::on_exchange_close(server::Exchange&) {
+  if (queued)
+    pool_->cancel(this);
+  if (up_)
+    up_->detach();
+  delete this;
+}
+
+} // namespace portico::upstream

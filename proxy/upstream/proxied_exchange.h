@@ -1,0 +1,59 @@
+#pragma once
+// One client request carried to an upstream and its response carried back: the bridge between
+// a client Exchange (HTTP/1 or HTTP/2) and an Http1Upstream from a pool. Bodies stream both
+// ways with backpressure; a request whose reused connection fails before any response byte is
+// retried once on a fresh connection while its body is still replayable.
+#include "core/byte_queue.h"
+#include "server/exchange.h"
+#include "upstream/request_writer.h"
+#include "upstream/upstream_client.h"
+
+namespace portico::upstream {
+
+class Cluster;
+class UpstreamPool;
+
+class ProxiedExchange final : public server::ExchangeListener, public UpstreamClient {
+public:
+  // Request bodies up to this size are kept for a retry; larger ones are not retried.
+  static constexpr size_t kReplayLimit = 64 * 1024;
+
+  static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd);
+
+private:
+  ProxiedExchange(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd);
+
+  void on_request_body(server::Exchange& ex, std::string_view data) override;
+  void on_request_end(server::Exchange& ex) override;
+  void on_response_writable(server::Exchange& ex) override;
+  void on_exchange_close(server::Exchange& ex) override;
+
+  void on_upstream_ready(Http1Upstream& up) override;
+  void on_upstream_head(const http::UpstreamResponseHead& head) override;
+  void on_upstream_body(std::string_view data) override;
+  void on_upstream_end() override;
+  void on_upstream_error(UpstreamError e, bool retryable) override;
+  void on_upstream_writable() override;
+  void on_queue_timeout() override;
+  bool is_head_request() const override { return ex_.request().is_head(); }
+
+  void write_body(std::string_view data);
+  void finish_request();
+  void fail(int status);
+
+  server::Exchange& ex_;
+  Cluster& cluster_;
+  const ForwardingOptions& fwd_;
+  UpstreamPool* pool_ = nullptr;
+  Http1Upstream* up_ = nullptr;
+  BodyFraming framing_ = BodyFraming::NONE;
+  core::ByteQueue replay_; // request body so far, while it may still be resent
+  bool replayable_ = true;
+  bool request_ended_ = false;
+  bool response_started_ = false;
+  bool retried_ = false;
+  bool client_paused_ = false;
+  bool upstream_paused_ = false;
+};
+
+} // namespace portico::upstream

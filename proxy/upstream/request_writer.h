@@ -1,0 +1,29 @@
+#pragma once
+// Translation of a client's request into an HTTP/1.1 request to an upstream: hop-by-hop
+// fields dropped, Host from :authority, HTTP/2 cookie crumbs joined, X-Forwarded-For,
+// X-Forwarded-Proto, Forwarded and a request id added, and the body's framing chosen.
+#include "core/byte_queue.h"
+#include "http/request_head.h"
+
+namespace portico::upstream {
+
+struct ForwardingOptions {
+  bool add_forwarded = true;
+  bool add_via = false;
+  std::string_view request_id_header = "x-request-id";
+};
+
+enum class BodyFraming { NONE, CONTENT_LENGTH, CHUNKED };
+
+// How the request body travels upstream: as received when its length is known, chunked when
+// it is not (an HTTP/1 chunked body, or HTTP/2 DATA without content-length).
+BodyFraming body_framing(const http::RequestHead& req, bool body_follows);
+
+void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& req,
+                                 BodyFraming framing, std::string_view client_ip,
+                                 const ForwardingOptions& opts);
+
+// Hop-by-hop fields (RFC 9110 7.6.1) never forwarded in either direction.
+bool is_hop_by_hop(std::string_view lower_name);
+
+} // namespace portico::upstream

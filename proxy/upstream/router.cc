@@ -1,0 +1,49 @@
+#include "upstream/router.h"
+
+#include "upstream/proxied_exchange.h"
+
+namespace portico::upstream {
+
+namespace {
+// "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
+std::string_view strip_port(std::string_view a) {
+  if (!a.empty() && a.front() == '[') {
+    auto close = a.find(']');
+    return close == std::string_view::npos ? a : a.substr(0, close + 1);
+  }
+  return a.substr(0, a.find(':'));
+}
+} // namespace
+
+Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters)
+    : cfg_(cfg), clusters_(std::move(clusters)) {
+  fwd_.add_forwarded = cfg.server.add_forwarded;
+  fwd_.add_via = cfg.server.add_via;
+  fwd_.request_id_header = cfg.server.request_id_header;
+}
+
+bool Router::host_matches(std::string_view pattern, std::string_view authority) {
+  if (pattern.empty())
+    return true;
+  authority = strip_port(authority);
+  if (pattern.starts_with("*.")) {
+    std::string_view suffix = pattern.substr(1); // ".example.com"
+    return authority.size() > suffix.size() &&
+           http::iequals(authority.substr(authority.size() - suffix.size()), suffix);
+  }
+  return http::iequals(pattern, authority);
+}
+
+void Router::on_request(server::Exchange& ex) {
+  const auto& req = ex.request();
+  std::string_view path = req.path();
+  for (const auto& r : cfg_.routes) {
+    if (!path.starts_with(r.path_prefix) || !host_matches(r.host, req.authority))
+      continue;
+    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_);
+    return;
+  }
+  ex.respond(404, "text/plain", "no route\n");
+}
+
+} // namespace portico::upstream

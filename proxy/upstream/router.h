@@ -1,0 +1,31 @@
+#pragma once
+// The proxy's request handler: matches a request's authority and path against the configured
+// routes (first match wins) and hands it to its cluster as a ProxiedExchange. One Router per
+// worker thread, with that worker's clusters.
+#include "config/config.h"
+#include "server/exchange.h"
+#include "upstream/cluster.h"
+#include "upstream/request_writer.h"
+
+#include <memory>
+#include <vector>
+
+namespace portico::upstream {
+
+class Router final : public server::RequestHandler {
+public:
+  Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters);
+  void on_request(server::Exchange& ex) override;
+  const std::vector<std::unique_ptr<Cluster>>& clusters() const { return clusters_; }
+
+  // A route's host pattern against a request authority (port ignored): exact, or
+  // "*.example.com" for any subdomain.
+  static bool host_matches(std::string_view pattern, std::string_view authority);
+
+private:
+  const config::Config& cfg_;
+  std::vector<std::unique_ptr<Cluster>> clusters_;
+  ForwardingOptions fwd_;
+};
+
+} // namespace portico::upstream

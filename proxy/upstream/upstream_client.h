@@ -1,0 +1,53 @@
+#pragma once
+// What an upstream connection reports to the request it carries (ProxiedExchange), and how a
+// request waits in a pool's queue. Callbacks may arrive inside the connection's own libev
+// callbacks; a client that ends its exchange in one of them must not touch the connection after.
+#include <cstdint>
+#include <string_view>
+
+namespace portico::http {
+struct UpstreamResponseHead;
+}
+
+namespace portico::upstream {
+
+class Http1Upstream;
+
+enum class UpstreamError : uint8_t {
+  CONNECT_REFUSED,  // refused, unreachable, no such socket: 502
+  CONNECT_TIMEOUT,  // 504
+  RESET,            // closed or reset before the response was complete: 502 (or a retry)
+  RESPONSE_TIMEOUT, // no response byte in time: 504
+  PROTOCOL_ERROR,   // not HTTP: 502
+};
+
+const char* to_string(UpstreamError e);
+
+class UpstreamClient {
+public:
+  virtual ~UpstreamClient() = default;
+  // A connection is this request's now (fresh and maybe still connecting, or from the pool).
+  // Request bytes written into its output go out once it is connected.
+  virtual void on_upstream_ready(Http1Upstream& up) = 0;
+  virtual void on_upstream_head(const http::UpstreamResponseHead& head) = 0;
+  virtual void on_upstream_body(std::string_view data) = 0;
+  // The response is complete; the connection is no longer this request's.
+  virtual void on_upstream_end() = 0;
+  // The connection failed; it is no longer this request's. retryable: it was a reused
+  // connection and no byte of the response arrived, so the request may not have been seen.
+  virtual void on_upstream_error(UpstreamError e, bool retryable) = 0;
+  // The request output fell below the low watermark: more request body may be written.
+  virtual void on_upstream_writable() {}
+  // Waited in the pool's queue longer than the cluster's queue_timeout.
+  virtual void on_queue_timeout() = 0;
+  // A HEAD request: its response has no body whatever the headers say.
+  virtual bool is_head_request() const { return false; }
+
+  // The pool's waiting queue (intrusive).
+  UpstreamClient* queue_next = nullptr;
+  UpstreamClient* queue_prev = nullptr;
+  double queued_at = 0;
+  bool queued = false;
+};
+
+} // namespace portico::upstream

@@ -1,0 +1,88 @@
+#include "upstream/upstream_endpoint.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace portico::upstream {
+
+std::optional<EndpointSpec> parse_endpoint(std::string_view text) {
+  EndpointSpec e;
+  e.text = std::string(text);
+  if (text.starts_with("unix:")) {
+    e.is_unix = true;
+    e.path = std::string(text.substr(5));
+    if (e.path.empty() || e.path[0] != '/' || e.path.size() >= sizeof(sockaddr_un::sun_path))
+      return std::nullopt;
+    return e;
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos)
+    return std::nullopt;
+  std::string_view port = text.substr(colon + 1);
+  auto r = std::from_chars(port.data(), port.data() + port.size(), e.port);
+  if (r.ec != std::errc() || r.ptr != port.data() + port.size() || e.port <= 0 || e.port > 65535)
+    return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty())
+    return std::nullopt;
+  e.host = std::string(host);
+  in6_addr a6;
+  in_addr a4;
+  e.numeric = inet_pton(AF_INET, e.host.c_str(), &a4) == 1 ||
+              inet_pton(AF_INET6, e.host.c_str(), &a6) == 1;
+  return e;
+}
+
+std::optional<SocketAddress> literal_address(const EndpointSpec& e) {
+  SocketAddress a;
+  if (e.is_unix) {
+    auto* sa = reinterpret_cast<sockaddr_un*>(&a.storage);
+    sa->sun_family = AF_UNIX;
+    std::memcpy(sa->sun_path, e.path.c_str(), e.path.size() + 1);
+    a.len = sizeof(sockaddr_un);
+    return a;
+  }
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+  if (inet_pton(AF_INET, e.host.c_str(), &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(static_cast<uint16_t>(e.port));
+    a.len = sizeof(sockaddr_in);
+    return a;
+  }
+  auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+  if (inet_pton(AF_INET6, e.host.c_str(), &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(static_cast<uint16_t>(e.port));
+    a.len = sizeof(sockaddr_in6);
+    return a;
+  }
+  return std::nullopt;
+}
+
+int connect_nonblocking(const SocketAddress& a) {
+  int fd = ::socket(a.get()->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  if (a.get()->sa_family != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (::connect(fd, a.get(), a.len) != 0 && errno != EINPROGRESS) {
+    // A unix socket whose backlog is full answers EAGAIN: treat it as refused, like TCP's RST.
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+} // namespace portico::upstream

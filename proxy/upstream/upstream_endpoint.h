@@ -1,0 +1,32 @@
+#pragma once
+// Where an upstream lives: "unix:/path", "IP:PORT", "[v6]:PORT", or "name:PORT" (resolved with
+// c-ares by the cluster, re-resolved when the answer expires).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/socket.h>
+
+namespace portico::upstream {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+struct EndpointSpec {
+  std::string text;   // as configured, for logs and metric labels
+  bool is_unix = false;
+  std::string path;   // unix
+  std::string host;   // TCP: numeric address or a name to resolve
+  int port = 0;
+  bool numeric = false; // host is an IP literal: no resolver needed
+};
+
+std::optional<EndpointSpec> parse_endpoint(std::string_view text);
+// The socket address of a unix or numeric endpoint.
+std::optional<SocketAddress> literal_address(const EndpointSpec& e);
+// Starts a non-blocking connect. Returns the fd (connect in progress or done) or -1 with errno.
+int connect_nonblocking(const SocketAddress& a);
+
+} // namespace portico::upstream

@@ -1,0 +1,262 @@
+#include "upstream/upstream_pool.h"
+
+#include "upstream/http1_upstream.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace portico::upstream {
+
+namespace {
+// Without a hint from the upstream, retire idle connections after this long: shorter than
+// the common defaults (nginx 75 s, Apache 5 s, portico-backend 5 s), and an EOF seen while idle
+// retires them sooner.
+constexpr double kDefaultIdle = 4.0;
+// Retire this much before an advertised keep-alive timeout: the close must not race the reuse.
+constexpr double kIdleMargin = 0.5;
+} // namespace
+
+const char* to_string(UpstreamError e) {
+  switch (e) {
+  case UpstreamError::CONNECT_REFUSED: return "connect_refused";
+  case UpstreamError::CONNECT_TIMEOUT: return "connect_timeout";
+  case UpstreamError::RESET: return "reset";
+  case UpstreamError::RESPONSE_TIMEOUT: return "response_timeout";
+  case UpstreamError::PROTOCOL_ERROR: return "protocol_error";
+  }
+  return "unknown";
+}
+
+UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
+                           const config::ClusterConfig& cluster, int max_connections)
+    : loop_(loop), deferred_(deferred), spec_(std::move(spec)), cluster_(cluster),
+      max_(static_cast<size_t>(std::max(0, max_connections))) {
+  if (auto a = literal_address(spec_))
+    set_address(*a);
+  ev_init(&queue_timer_, queue_timer_cb);
+  queue_timer_.data = this;
+  ev_init(&idle_timer_, idle_timer_cb);
+  idle_timer_.data = this;
+  reaper_.pool = this;
+}
+
+UpstreamPool::~UpstreamPool() {
+  ev_timer_stop(loop_, &queue_timer_);
+  ev_timer_stop(loop_, &idle_timer_);
+  while (idle_head_) {
+    Http1Upstream* u = idle_head_;
+    unlink_idle(u);
+    u->close();
+  }
+  deferred_.cancel(&reaper_);
+  reaper_.run_deferred();
+}
+
+void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
+  if (!fresh && idle_head_) {
+    Http1Upstream* u = idle_head_;
+    unlink_idle(u);
+    ++stats_.reuses;
+    u->attach(client, client->is_head_request());
+    client->on_upstream_ready(*u);
+    return;
+  }
+  if (fresh && idle_head_ && max_ > 0 && total_ >= max_) {
+    // Make room: an idle connection is worth less than this retry.
+    Http1Upstream* u = idle_tail_;
+    unlink_idle(u);
+    u->close();
+  }
+  if (max_ == 0 || total_ < max_) {
+    connect_for(client);
+    return;
+  }
+  if (cluster_.queue_timeout <= 0) {
+    ++stats_.queue_timeouts;
+    client->on_queue_timeout();
+    return;
+  }
+  client->queued = true;
+  client->queued_at = ev_now(loop_);
+  client->queue_next = nullptr;
+  client->queue_prev = wait_tail_;
+  if (wait_tail_)
+    wait_tail_->queue_next = client;
+  else
+    wait_head_ = client;
+  wait_tail_ = client;
+  ++waiting_;
+  arm_queue_timer();
+}
+
+bool UpstreamPool::connect_for(UpstreamClient* client) {
+  if (!has_address_) {
+    client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+    return false;
+  }
+  int fd = connect_nonblocking(address_);
+  if (fd < 0) {
+    ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)];
+    client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+    return false;
+  }
+  ++stats_.connects;
+  ++total_;
+  auto* u = new Http1Upstream(*this, fd);
+  u->attach(client, client->is_head_request());
+  client->on_upstream_ready(*u);
+  return true;
+}
+
+void UpstreamPool::cancel(UpstreamClient* client) {
+  if (!client->queued)
+    return;
+  client->queued = false;
+  if (client->queue_prev)
+    client->queue_prev->queue_next = client->queue_next;
+  else
+    wait_head_ = client->queue_next;
+  if (client->queue_next)
+    client->queue_next->queue_prev = client->queue_prev;
+  else
+    wait_tail_ = client->queue_prev;
+  client->queue_next = client->queue_prev = nullptr;
+  --waiting_;
+}
+
+void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hint) {
+  if (!reusable) {
+    u->close();
+    return;
+  }
+  if (wait_head_) {
+    UpstreamClient* c = wait_head_;
+    cancel(c);
+    ++stats_.reuses;
+    u->attach(c, c->is_head_request());
+    c->on_upstream_ready(*u);
+    return;
+  }
+  double idle = cluster_.idle_timeout > 0 ? cluster_.idle_timeout : kDefaultIdle;
+  if (keepalive_hint > 0)
+    idle = std::min(idle, std::max(0.1, keepalive_hint - kIdleMargin));
+  u->idle_until = ev_now(loop_) + idle;
+  if (idle_count_ >= static_cast<size_t>(cluster_.max_idle_per_endpoint)) {
+    u->close();
+    return;
+  }
+  push_idle(u);
+}
+
+void UpstreamPool::on_closed(Http1Upstream* u) {
+  unlink_idle(u);
+  --total_;
+  destroy_later(u);
+  serve_waiters();
+}
+
+void UpstreamPool::destroy_later(Http1Upstream* u) {
+  doomed_.push_back(u);
+  deferred_.add(&reaper_);
+}
+
+void UpstreamPool::Reaper::run_deferred() {
+  std::vector<Http1Upstream*> doomed;
+  doomed.swap(pool->doomed_);
+  for (Http1Upstream* u : doomed)
+    delete u;
+}
+
+void UpstreamPool::serve_waiters() {
+  while (wait_head_ && (max_ == 0 || total_ < max_)) {
+    UpstreamClient* c = wait_head_;
+    cancel(c);
+    connect_for(c);
+  }
+}
+
+void UpstreamPool::push_idle(Http1Upstream* u) {
+  u->idle_prev = nullptr;
+  u->idle_next = idle_head_;
+  if (idle_head_)
+    idle_head_->idle_prev = u;
+  else
+    idle_tail_ = u;
+  idle_head_ = u;
+  ++idle_count_;
+  arm_idle_timer();
+}
+
+void UpstreamPool::unlink_idle(Http1Upstream* u) {
+  if (u->idle_prev)
+    u->idle_prev->idle_next = u->idle_next;
+  else if (idle_head_ == u)
+    idle_head_ = u->idle_next;
+  else
+    return; // not in the list
+  if (u->idle_next)
+    u->idle_next->idle_prev = u->idle_prev;
+  else
+    idle_tail_ = u->idle_prev;
+  u->idle_next = u->idle_prev = nullptr;
+  --idle_count_;
+}
+
+void UpstreamPool::arm_queue_timer() {
+  if (!wait_head_ || ev_is_active(&queue_timer_))
+    return;
+  double due = wait_head_->queued_at + cluster_.queue_timeout - ev_now(loop_);
+  ev_timer_set(&queue_timer_, std::max(0.0, due), 0);
+  ev_timer_start(loop_, &queue_timer_);
+}
+
+void UpstreamPool::queue_timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<UpstreamPool*>(w->data)->on_queue_timer();
+}
+
+void UpstreamPool::on_queue_timer() {
+  double now = ev_now(loop_);
+  // FIFO with one timeout: the oldest waiters expire first.
+  while (wait_head_ && wait_head_->queued_at + cluster_.queue_timeout <= now + 0.0005) {
+    UpstreamClient* c = wait_head_;
+    cancel(c);
+    ++stats_.queue_timeouts;
+    c->on_queue_timeout();
+  }
+  arm_queue_timer();
+}
+
+void UpstreamPool::arm_idle_timer() {
+  if (ev_is_active(&idle_timer_) || !idle_tail_)
+    return;
+  // The oldest idle connection (the tail) expires first only roughly (hints differ); the
+  // timer callback scans the whole list, which is short.
+  double due = idle_tail_->idle_until - ev_now(loop_);
+  ev_timer_set(&idle_timer_, std::max(0.05, due), 0);
+  ev_timer_start(loop_, &idle_timer_);
+}
+
+void UpstreamPool::idle_timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<UpstreamPool*>(w->data)->on_idle_timer();
+}
+
+void UpstreamPool::on_idle_timer() {
+  double now = ev_now(loop_);
+  double next = 0;
+  for (Http1Upstream* u = idle_head_; u;) {
+    Http1Upstream* n = u->idle_next;
+    if (u->idle_until <= now) {
+      unlink_idle(u);
+      u->close();
+    } else if (next == 0 || u->idle_until < next) {
+      next = u->idle_until;
+    }
+    u = n;
+  }
+  if (next > 0) {
+    ev_timer_set(&idle_timer_, std::max(0.05, next - now), 0);
+    ev_timer_start(loop_, &idle_timer_);
+  }
+}
+
+} // namespace portico::upstream

@@ -1,0 +1,97 @@
+#pragma once
+// One worker thread's connections to one upstream endpoint: the idle ones (reused newest
+// first, retired before the upstream's own idle timeout), the busy ones, and the requests
+// waiting for a connection when max_connections is reached. Requests wait here, with a
+// deadline, rather than piling up in the upstream's listen backlog.
+#include "config/config.h"
+#include "core/deferred_queue.h"
+#include "upstream/upstream_client.h"
+#include "upstream/upstream_endpoint.h"
+
+#include <cstdint>
+#include <ev.h>
+#include <vector>
+
+namespace portico::upstream {
+
+class Http1Upstream;
+
+struct PoolStats {
+  uint64_t connects = 0;
+  uint64_t reuses = 0;
+  uint64_t queue_timeouts = 0;
+  uint64_t errors[5] = {}; // by UpstreamError
+  uint64_t retries = 0;
+};
+
+class UpstreamPool {
+public:
+  UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
+               const config::ClusterConfig& cluster, int max_connections);
+  ~UpstreamPool();
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
+  // Finds client a connection: at once (idle or new) or later from the queue; or fails it.
+  // fresh: skip idle connections (a retry after a reused one failed).
+  void acquire(UpstreamClient* client, bool fresh);
+  // The client left the queue (its exchange ended).
+  void cancel(UpstreamClient* client);
+
+  // From Http1Upstream.
+  void release(Http1Upstream* u, bool reusable, double keepalive_hint);
+  void on_closed(Http1Upstream* u);
+  void destroy_later(Http1Upstream* u);
+  struct ev_loop* loop() const { return loop_; }
+  core::DeferredQueue& deferred() const { return deferred_; }
+  const config::ClusterConfig& cluster() const { return cluster_; }
+  PoolStats& stats() { return stats_; }
+
+  const EndpointSpec& endpoint() const { return spec_; }
+  void set_address(const SocketAddress& a) { address_ = a; has_address_ = true; }
+  bool has_address() const { return has_address_; }
+
+  // For balancing and metrics.
+  size_t busy() const { return total_ - idle_count_; }
+  size_t idle() const { return idle_count_; }
+  size_t waiting() const { return waiting_; }
+  size_t load() const { return busy() + waiting_; }
+
+private:
+  static void queue_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void idle_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void on_queue_timer();
+  void on_idle_timer();
+  bool connect_for(UpstreamClient* client);
+  void serve_waiters();
+  void push_idle(Http1Upstream* u);
+  void unlink_idle(Http1Upstream* u);
+  void arm_queue_timer();
+  void arm_idle_timer();
+
+  struct ev_loop* loop_;
+  core::DeferredQueue& deferred_;
+  EndpointSpec spec_;
+  const config::ClusterConfig& cluster_;
+  SocketAddress address_;
+  bool has_address_ = false;
+  size_t max_; // 0: unlimited
+  PoolStats stats_;
+
+  size_t total_ = 0; // open connections, idle included
+  Http1Upstream* idle_head_ = nullptr; // newest first
+  Http1Upstream* idle_tail_ = nullptr;
+  size_t idle_count_ = 0;
+  UpstreamClient* wait_head_ = nullptr;
+  UpstreamClient* wait_tail_ = nullptr;
+  size_t waiting_ = 0;
+  ev_timer queue_timer_;
+  ev_timer idle_timer_;
+  std::vector<Http1Upstream*> doomed_;
+  struct Reaper : core::Deferred {
+    UpstreamPool* pool;
+    void run_deferred() override;
+  } reaper_;
+};
+
+} // namespace portico::upstream
