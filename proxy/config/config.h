@@ -42,7 +42,7 @@ struct ClusterConfig {
   double connect_timeout = 5;
   double response_timeout = 60;         // to the first response byte (then idle between reads)
   double idle_timeout = 0;              // pooled idle connection retired after; 0 = learned/4 s
-  int max_idle_per_endpoint = 64;       // per worker thread
+  int max_idle_per_endpoint = 1024;     // per worker thread
   bool retry_on_reset = true;           // one retry on a fresh connection before any response byte
 };
 

@@ -174,8 +174,11 @@ void Http1Upstream::on_readable() {
       }
       if (n == 0) {
         // EOF: completes a close-delimited body, cuts anything else.
-        if (parser_.finish() && response_done_)
+        if (parser_.finish() && response_done_) {
+          head_.keep_alive = false; // close-delimited: the connection is spent
+          finish_exchange();
           return;
+        }
         fail(UpstreamError::RESET);
         return;
       }
@@ -185,8 +188,13 @@ void Http1Upstream::on_readable() {
     response_seen_ = true;
     size_t used = parser_.feed(in_->data + in_->begin, in_->readable());
     in_->begin += static_cast<uint32_t>(used);
-    if (state_ != State::ACTIVE || response_done_)
+    if (state_ != State::ACTIVE)
       return;
+    if (response_done_) {
+      // Finished here, after the parser returned, so that leftover bytes are known.
+      finish_exchange();
+      return;
+    }
     if (parser_.failed()) {
       fail(UpstreamError::PROTOCOL_ERROR);
       return;
@@ -226,10 +234,7 @@ void Http1Upstream::on_response_body(std::string_view data) {
     client_->on_upstream_body(data);
 }
 
-void Http1Upstream::on_response_end() {
-  response_done_ = true;
-  finish_exchange();
-}
+void Http1Upstream::on_response_end() { response_done_ = true; }
 
 void Http1Upstream::finish_exchange() {
   UpstreamClient* c = client_;
