@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <netdb.h>
 #include <string_view>
 #include <unistd.h>
 
@@ -21,40 +20,6 @@ constexpr const char* kUsage = R"(usage: portico -c FILE [-t]
 Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
 [server] grace_period), INT immediate stop.
 )";
-
-// Names are resolved once at start-up, before any loop runs.
-bool resolve_endpoints(const config::Config& cfg,
-                       std::vector<std::vector<upstream::SocketAddress>>* out) {
-  bool ok = true;
-  for (const auto& c : cfg.clusters) {
-    std::vector<upstream::SocketAddress> addrs;
-    for (const auto& text : c.endpoints) {
-      auto spec = upstream::parse_endpoint(text);
-      upstream::SocketAddress a;
-      if (auto lit = upstream::literal_address(*spec)) {
-        a = *lit;
-      } else {
-        addrinfo hints{};
-        hints.ai_socktype = SOCK_STREAM;
-        addrinfo* res = nullptr;
-        std::string port = std::to_string(spec->port);
-        int rc = ::getaddrinfo(spec->host.c_str(), port.c_str(), &hints, &res);
-        if (rc != 0 || !res) {
-          std::fprintf(stderr, "portico: cluster '%s': cannot resolve %s: %s\n", c.name.c_str(),
-                       text.c_str(), gai_strerror(rc));
-          ok = false;
-        } else {
-          std::memcpy(&a.storage, res->ai_addr, res->ai_addrlen);
-          a.len = res->ai_addrlen;
-          ::freeaddrinfo(res);
-        }
-      }
-      addrs.push_back(a);
-    }
-    out->push_back(std::move(addrs));
-  }
-  return ok;
-}
 
 } // namespace
 
@@ -101,9 +66,6 @@ int main(int argc, char** argv) {
   }
 
   std::signal(SIGPIPE, SIG_IGN);
-  std::vector<std::vector<upstream::SocketAddress>> addresses;
-  if (!resolve_endpoints(*cfg, &addresses))
-    return 1;
 
   int workers = cfg->server.workers > 0 ? cfg->server.workers
                                         : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
@@ -141,7 +103,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::unique_ptr<proxy::ProxyWorker>> pool;
   for (int w = 0; w < workers; ++w)
-    pool.push_back(std::make_unique<proxy::ProxyWorker>(*cfg, w, workers, fds[w], addresses));
+    pool.push_back(std::make_unique<proxy::ProxyWorker>(*cfg, w, workers, fds[w]));
   for (auto& w : pool)
     w->start();
   std::fprintf(stderr, "portico: started %d workers\n", workers);

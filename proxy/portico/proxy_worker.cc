@@ -18,15 +18,15 @@ server::ServerLimits limits_from(const config::Config& cfg) {
 } // namespace
 
 ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
-                         std::vector<int> listen_fds,
-                         const std::vector<std::vector<upstream::SocketAddress>>& addresses)
+                         std::vector<int> listen_fds)
     : cfg_(cfg), index_(index), listen_fds_(std::move(listen_fds)) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
+  resolver_ = std::make_unique<upstream::DnsResolver>(loop_);
   std::vector<std::unique_ptr<upstream::Cluster>> clusters;
-  for (size_t i = 0; i < cfg.clusters.size(); ++i)
-    clusters.push_back(std::make_unique<upstream::Cluster>(loop_, *deferred_, cfg.clusters[i],
-                                                           addresses[i], index, count));
+  for (const auto& c : cfg.clusters)
+    clusters.push_back(
+        std::make_unique<upstream::Cluster>(loop_, *deferred_, *resolver_, c, index, count));
   router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters));
   ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg));
   ev_async_init(&async_, async_cb);
@@ -39,6 +39,7 @@ ProxyWorker::~ProxyWorker() {
   acceptors_.clear();
   ctx_.reset();
   router_.reset();
+  resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
   ev_async_stop(loop_, &async_);
   ev_loop_destroy(loop_);

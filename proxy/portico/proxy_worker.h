@@ -6,6 +6,7 @@
 #include "core/deferred_queue.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
+#include "upstream/dns_resolver.h"
 #include "upstream/router.h"
 
 #include <atomic>
@@ -18,8 +19,7 @@ namespace portico::proxy {
 
 class ProxyWorker {
 public:
-  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<int> listen_fds,
-              const std::vector<std::vector<upstream::SocketAddress>>& addresses);
+  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<int> listen_fds);
   ~ProxyWorker();
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
@@ -41,6 +41,7 @@ private:
   int index_;
   struct ev_loop* loop_;
   std::unique_ptr<core::DeferredQueue> deferred_;
+  std::unique_ptr<upstream::DnsResolver> resolver_;
   std::unique_ptr<upstream::Router> router_;
   std::unique_ptr<server::ServerContext> ctx_;
   std::vector<int> listen_fds_;

@@ -1,8 +1,15 @@
 #include "upstream/cluster.h"
 
+#include "upstream/dns_resolver.h"
+
 #include <algorithm>
 
 namespace portico::upstream {
+
+namespace {
+constexpr double kMinTtl = 5, kMaxTtl = 300, kDefaultTtl = 30;
+constexpr double kRetryAfterFailure = 5;
+} // namespace
 
 int Cluster::share(int max_connections, int worker_index, int worker_count) {
   if (max_connections <= 0)
@@ -12,18 +19,59 @@ int Cluster::share(int max_connections, int worker_index, int worker_count) {
   return std::max(1, base + extra);
 }
 
-Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred,
-                 const config::ClusterConfig& cfg, const std::vector<SocketAddress>& addresses,
-                 int worker_index, int worker_count)
-    : cfg_(cfg) {
+Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolver& resolver,
+                 const config::ClusterConfig& cfg, int worker_index, int worker_count)
+    : loop_(loop), resolver_(resolver), cfg_(cfg) {
   int limit = share(cfg.max_connections, worker_index, worker_count);
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
-    auto spec = parse_endpoint(cfg.endpoints[i]);
-    auto pool = std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit);
-    if (i < addresses.size() && addresses[i].len > 0)
-      pool->set_address(addresses[i]);
-    pools_.push_back(std::move(pool));
+    auto spec = parse_endpoint(cfg.endpoints[i]); // validated with the config
+    pools_.push_back(std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit));
+    if (!pools_.back()->has_address()) {
+      auto r = std::make_unique<NameRefresh>();
+      r->cluster = this;
+      r->index = i;
+      ev_init(&r->timer, refresh_cb);
+      r->timer.data = r.get();
+      refresh_.push_back(std::move(r));
+      resolve(i);
+    }
   }
+}
+
+Cluster::~Cluster() {
+  *alive_ = false;
+  for (auto& r : refresh_)
+    ev_timer_stop(loop_, &r->timer);
+}
+
+void Cluster::resolve(size_t index) {
+  const EndpointSpec& e = pools_[index]->endpoint();
+  std::weak_ptr<bool> alive = alive_;
+  resolver_.resolve(e.host, e.port, [this, index, alive](std::vector<SocketAddress> a, int ttl) {
+    if (auto guard = alive.lock(); guard && *guard)
+      on_resolved(index, std::move(a), ttl);
+  });
+}
+
+void Cluster::on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl) {
+  double again = kRetryAfterFailure;
+  if (addresses.empty()) {
+    pools_[index]->address_failed();
+  } else {
+    // One address per endpoint: the first answer, as the resolver orders them.
+    pools_[index]->set_address(addresses.front());
+    again = ttl > 0 ? std::clamp<double>(ttl, kMinTtl, kMaxTtl) : kDefaultTtl;
+  }
+  for (auto& r : refresh_)
+    if (r->index == index) {
+      ev_timer_set(&r->timer, again, 0);
+      ev_timer_start(loop_, &r->timer);
+    }
+}
+
+void Cluster::refresh_cb(struct ev_loop*, ev_timer* w, int) {
+  auto* r = static_cast<NameRefresh*>(w->data);
+  r->cluster->resolve(r->index);
 }
 
 UpstreamPool& Cluster::pick() {

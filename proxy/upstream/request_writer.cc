@@ -74,7 +74,9 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
   std::string_view xff, request_id;
   bool cookie_written = false;
   for (const auto& h : req.headers) {
-    if (is_hop_by_hop(h.name) || h.name == "host" || h.name == "content-length")
+    // Expect is answered by the proxy itself (100 Continue) before the body is read.
+    if (is_hop_by_hop(h.name) || h.name == "host" || h.name == "content-length" ||
+        h.name == "expect")
       continue;
     if (has_connection && named_in_connection(req, h.name))
       continue;

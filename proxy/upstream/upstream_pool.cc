@@ -67,11 +67,11 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     unlink_idle(u);
     u->close();
   }
-  if (max_ == 0 || total_ < max_) {
+  if (has_address_ && (max_ == 0 || total_ < max_)) {
     connect_for(client);
     return;
   }
-  if (cluster_.queue_timeout <= 0) {
+  if (has_address_ && cluster_.queue_timeout <= 0) {
     ++stats_.queue_timeouts;
     client->on_queue_timeout();
     return;
@@ -106,6 +106,22 @@ bool UpstreamPool::connect_for(UpstreamClient* client) {
   u->attach(client, client->is_head_request());
   client->on_upstream_ready(*u);
   return true;
+}
+
+void UpstreamPool::set_address(const SocketAddress& a) {
+  address_ = a;
+  has_address_ = true;
+  serve_waiters();
+}
+
+void UpstreamPool::address_failed() {
+  if (has_address_)
+    return; // keep using the last good answer
+  while (UpstreamClient* c = wait_head_) {
+    cancel(c);
+    ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)];
+    c->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+  }
 }
 
 void UpstreamPool::cancel(UpstreamClient* client) {
@@ -168,7 +184,7 @@ void UpstreamPool::Reaper::run_deferred() {
 }
 
 void UpstreamPool::serve_waiters() {
-  while (wait_head_ && (max_ == 0 || total_ < max_)) {
+  while (has_address_ && wait_head_ && (max_ == 0 || total_ < max_)) {
     UpstreamClient* c = wait_head_;
     cancel(c);
     connect_for(c);
@@ -205,7 +221,7 @@ void UpstreamPool::unlink_idle(Http1Upstream* u) {
 void UpstreamPool::arm_queue_timer() {
   if (!wait_head_ || ev_is_active(&queue_timer_))
     return;
-  double due = wait_head_->queued_at + cluster_.queue_timeout - ev_now(loop_);
+  double due = wait_head_->queued_at + queue_limit() - ev_now(loop_);
   ev_timer_set(&queue_timer_, std::max(0.0, due), 0);
   ev_timer_start(loop_, &queue_timer_);
 }
@@ -217,9 +233,15 @@ void UpstreamPool::queue_timer_cb(struct ev_loop*, ev_timer* w, int) {
 void UpstreamPool::on_queue_timer() {
   double now = ev_now(loop_);
   // FIFO with one timeout: the oldest waiters expire first.
-  while (wait_head_ && wait_head_->queued_at + cluster_.queue_timeout <= now + 0.0005) {
+  while (wait_head_ && wait_head_->queued_at + queue_limit() <= now + 0.0005) {
     UpstreamClient* c = wait_head_;
     cancel(c);
+    if (!has_address_) {
+      // Still no answer from the resolver: a gateway timeout, not a full queue.
+      ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)];
+      c->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, false);
+      continue;
+    }
     ++stats_.queue_timeouts;
     c->on_queue_timeout();
   }

@@ -8,6 +8,7 @@
 #include "upstream/upstream_client.h"
 #include "upstream/upstream_endpoint.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <ev.h>
 #include <vector>
@@ -48,8 +49,11 @@ public:
   PoolStats& stats() { return stats_; }
 
   const EndpointSpec& endpoint() const { return spec_; }
-  void set_address(const SocketAddress& a) { address_ = a; has_address_ = true; }
+  // The endpoint's address, once known (a name waits for the resolver; requests queue).
+  void set_address(const SocketAddress& a);
   bool has_address() const { return has_address_; }
+  // The name did not resolve and no earlier address is known: fail the waiting requests.
+  void address_failed();
 
   // For balancing and metrics.
   size_t busy() const { return total_ - idle_count_; }
@@ -67,6 +71,12 @@ private:
   void push_idle(Http1Upstream* u);
   void unlink_idle(Http1Upstream* u);
   void arm_queue_timer();
+  // How long a request may wait here: the queue timeout, or while the name is still being
+  // resolved, at least the connect timeout.
+  double queue_limit() const {
+    return has_address_ ? cluster_.queue_timeout
+                        : std::max(cluster_.queue_timeout, cluster_.connect_timeout);
+  }
   void arm_idle_timer();
 
   struct ev_loop* loop_;

@@ -1,0 +1,119 @@
+#include "tls/tls_context.h"
+
+#include "http/header.h"
+
+#include <openssl/err.h>
+
+namespace portico::tls {
+
+namespace {
+
+std::string openssl_error() {
+  unsigned long e = ERR_get_error();
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  return buf;
+}
+
+// ALPN protocols we speak, in wire format, best first.
+constexpr unsigned char kAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+SSL_CTX* new_ctx(const std::string& cert, const std::string& key, std::string* error) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) {
+    *error = "SSL_CTX_new: " + openssl_error();
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // RFC 9113 9.2: no compression, no renegotiation; these also suit HTTP/1.1.
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+  SSL_CTX_sess_set_cache_size(ctx, 20480);
+  static const unsigned char kSessionContext[] = "portico";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
+    *error = cert + ": " + openssl_error();
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    *error = key + ": " + openssl_error();
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+} // namespace
+
+bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
+  if (pattern.starts_with("*.")) {
+    auto dot = name.find('.');
+    return dot != std::string_view::npos && dot > 0 &&
+           http::iequals(name.substr(dot), pattern.substr(1));
+  }
+  return http::iequals(pattern, name);
+}
+
+std::unique_ptr<TlsContext> TlsContext::create(const config::TlsConfig& cfg, std::string* error) {
+  std::unique_ptr<TlsContext> t(new TlsContext);
+  t->ctx_ = new_ctx(cfg.certificate, cfg.private_key, error);
+  if (!t->ctx_)
+    return nullptr;
+  for (const auto& s : cfg.sni) {
+    SSL_CTX* c = new_ctx(s.certificate, s.private_key, error);
+    if (!c)
+      return nullptr;
+    t->sni_.push_back({s.server_names, c});
+  }
+  // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.
+  for (SSL_CTX* c : [&] {
+         std::vector<SSL_CTX*> all{t->ctx_};
+         for (auto& n : t->sni_)
+           all.push_back(n.ctx);
+         return all;
+       }()) {
+    SSL_CTX_set_alpn_select_cb(c, alpn_select_cb, t.get());
+    SSL_CTX_set_tlsext_servername_callback(c, servername_cb);
+    SSL_CTX_set_tlsext_servername_arg(c, t.get());
+  }
+  return t;
+}
+
+TlsContext::~TlsContext() {
+  for (auto& n : sni_)
+    SSL_CTX_free(n.ctx);
+  SSL_CTX_free(ctx_);
+}
+
+int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
+  auto* self = static_cast<TlsContext*>(arg);
+  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (!name)
+    return SSL_TLSEXT_ERR_OK; // no SNI: the default certificate
+  std::string_view n(name);
+  for (const auto& s : self->sni_)
+    for (const auto& p : s.names)
+      if (name_matches(p, n)) {
+        SSL_set_SSL_CTX(ssl, s.ctx);
+        return SSL_TLSEXT_ERR_OK;
+      }
+  return SSL_TLSEXT_ERR_OK;
+}
+
+int TlsContext::alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen,
+                               const unsigned char* in, unsigned int inlen, void*) {
+  unsigned char* sel = nullptr;
+  if (SSL_select_next_proto(&sel, outlen, kAlpn, sizeof kAlpn, in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK; // a client offering neither: go on without ALPN (HTTP/1.1)
+  *out = sel;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+} // namespace portico::tls
