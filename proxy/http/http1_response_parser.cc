@@ -70,9 +70,8 @@ bool Http1ResponseParser::finish() {
     return true;
   if (failed_ || !started_)
     return false;
-  if (llhttp_finish(&parser_) != HPE_OK)
-    return false;
-  return done_;
+  llhttp_errno_t rc = llhttp_finish(&parser_);
+  return (rc == HPE_OK || rc == HPE_PAUSED) && done_;
 }
 
 int Http1ResponseParser::on_message_begin(llhttp_t* p) {

@@ -1,0 +1,95 @@
+#include "tls/tls_session.h"
+
+#include <cerrno>
+#include <openssl/err.h>
+
+namespace portico::tls {
+
+TlsSession::TlsSession(SSL_CTX* ctx, int fd) : ssl_(SSL_new(ctx)) {
+  SSL_set_fd(ssl_, fd);
+  SSL_set_accept_state(ssl_);
+}
+
+TlsSession::~TlsSession() { SSL_free(ssl_); }
+
+TlsSession::Io TlsSession::status(int rc) {
+  switch (SSL_get_error(ssl_, rc)) {
+  case SSL_ERROR_WANT_READ:
+    return Io::WANT_READ;
+  case SSL_ERROR_WANT_WRITE:
+    return Io::WANT_WRITE;
+  case SSL_ERROR_ZERO_RETURN:
+    closed_ = true;
+    return Io::CLOSED;
+  case SSL_ERROR_SYSCALL:
+    ERR_clear_error();
+    // EOF without close_notify, or a reset: either way the peer is gone.
+    if (errno == 0 || errno == ECONNRESET || errno == EPIPE) {
+      closed_ = true;
+      return Io::CLOSED;
+    }
+    return Io::ERROR;
+  default:
+    ERR_clear_error();
+    return Io::ERROR;
+  }
+}
+
+TlsSession::Io TlsSession::handshake() {
+  ERR_clear_error();
+  errno = 0;
+  int rc = SSL_do_handshake(ssl_);
+  if (rc == 1) {
+    established_ = true;
+    return Io::OK;
+  }
+  return status(rc);
+}
+
+std::string_view TlsSession::alpn() const {
+  const unsigned char* p = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl_, &p, &len);
+  return {reinterpret_cast<const char*>(p), len};
+}
+
+TlsSession::Io TlsSession::read(char* buf, size_t len, size_t* n) {
+  ERR_clear_error();
+  errno = 0;
+  size_t got = 0;
+  int rc = SSL_read_ex(ssl_, buf, len, &got);
+  if (rc == 1) {
+    *n = got;
+    return Io::OK;
+  }
+  *n = 0;
+  return status(rc);
+}
+
+TlsSession::Io TlsSession::write(core::ByteQueue& q) {
+  while (!q.empty()) {
+    std::string_view chunk = q.front();
+    if (chunk.empty()) {
+      q.drain(0);
+      continue;
+    }
+    ERR_clear_error();
+    errno = 0;
+    size_t written = 0;
+    int rc = SSL_write_ex(ssl_, chunk.data(), chunk.size(), &written);
+    if (rc != 1)
+      return status(rc);
+    q.drain(written);
+  }
+  return Io::OK;
+}
+
+void TlsSession::shutdown() {
+  if (established_ && !closed_) {
+    ERR_clear_error();
+    SSL_shutdown(ssl_); // one attempt: a close_notify if the socket takes it, no waiting
+    ERR_clear_error();
+  }
+}
+
+} // namespace portico::tls

@@ -1,0 +1,49 @@
+#pragma once
+// The TLS side of one client connection: handshake, reads and writes through OpenSSL on the
+// socket. Output goes out one ByteQueue block per SSL_write, so each call makes one full
+// record (blocks are just under 16 KiB, the record limit).
+#include "core/byte_queue.h"
+
+#include <openssl/ssl.h>
+#include <string_view>
+#include <sys/types.h>
+
+namespace portico::tls {
+
+class TlsSession {
+public:
+  enum class Io {
+    OK,         // progress made
+    WANT_READ,  // wait for the socket to be readable
+    WANT_WRITE, // wait for the socket to be writable
+    CLOSED,     // the peer closed (close_notify or EOF)
+    ERROR,      // protocol or socket error: close
+  };
+
+  TlsSession(SSL_CTX* ctx, int fd);
+  ~TlsSession();
+  TlsSession(const TlsSession&) = delete;
+  TlsSession& operator=(const TlsSession&) = delete;
+
+  Io handshake();
+  bool established() const { return established_; }
+  // The ALPN protocol agreed ("h2", "http/1.1"), empty when none.
+  std::string_view alpn() const;
+  // Reads up to len decrypted bytes into buf; *n is how many when OK.
+  Io read(char* buf, size_t len, size_t* n);
+  // Writes what it can of q, draining what was written.
+  Io write(core::ByteQueue& q);
+  // Bytes OpenSSL has decrypted and not yet handed out: read them before waiting on the socket.
+  bool pending() const { return SSL_pending(ssl_) > 0; }
+  void shutdown();
+  bool resumed() const { return SSL_session_reused(ssl_) != 0; }
+
+private:
+  Io status(int rc);
+
+  SSL* ssl_;
+  bool established_ = false;
+  bool closed_ = false;
+};
+
+} // namespace portico::tls

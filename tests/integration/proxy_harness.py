@@ -1,0 +1,102 @@
+"""Starting portico for integration tests: a config written into a temporary directory,
+loopback ports picked here, a self-signed certificate made on the spot when TLS is asked for,
+and the process stopped by its PID when the test ends."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import harness
+
+PORTICO = os.path.join(harness.BUILD_DIR, "proxy", "portico")
+
+
+def make_certificate(directory, name="localhost", extra_names=()):
+    """A self-signed certificate and key for name (and extra_names); returns (cert, key)."""
+    cert = os.path.join(directory, f"{name}.pem")
+    key = os.path.join(directory, f"{name}.key")
+    sans = ",".join(f"DNS:{n}" for n in (name, *extra_names))
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={name}",
+         "-addext", f"subjectAltName={sans}"],
+        check=True, capture_output=True)
+    return cert, key
+
+
+def toml_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Proxy:
+    """portico with one HTTP/1.1+h2c listener, optionally a TLS listener, one cluster."""
+
+    def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
+                 server_options=None, extra_config=""):
+        self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
+        self.port = harness.free_port()
+        self.tls_port = harness.free_port() if tls else None
+        self.admin_port = harness.free_port()
+        lines = ["[server]", f"workers = {workers}"]
+        for k, v in (server_options or {}).items():
+            lines.append(f"{k} = {v}")
+        lines += ["", "[[listener]]", f'address = "127.0.0.1:{self.port}"']
+        if tls:
+            self.cert, self.key = make_certificate(self.tmp)
+            lines += ["", "[[listener]]", f'address = "127.0.0.1:{self.tls_port}"',
+                      f"tls = {{ certificate = {toml_string(self.cert)}, "
+                      f"private_key = {toml_string(self.key)} }}"]
+        lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
+                  "[[cluster]]", 'name = "app"',
+                  "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]
+        for k, v in (cluster_options or {}).items():
+            lines.append(f"{k} = {v}")
+        lines += ["", "[[route]]", 'path_prefix = "/"', 'cluster = "app"', "", extra_config]
+        self.config_path = os.path.join(self.tmp, "portico.toml")
+        with open(self.config_path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.process = harness.Process([PORTICO, "-c", self.config_path],
+                                       os.path.join(self.tmp, "portico.log"))
+        try:
+            harness.wait_until(
+                lambda: self.process.proc.poll() is not None or
+                harness.port_open("127.0.0.1", self.port),
+                what=f"portico on port {self.port}")
+            if self.process.proc.poll() is not None:
+                raise AssertionError(f"portico exited: {self.process.read_log()}")
+            if tls:
+                harness.wait_until(lambda: harness.port_open("127.0.0.1", self.tls_port),
+                                   what="portico TLS port")
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def tls_url(self):
+        return f"https://localhost:{self.tls_port}"
+
+    def read_log(self):
+        return self.process.read_log()
+
+    def rss_kib(self):
+        return harness.rss_kib(self.pid)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        code = self.process.stop(sig, timeout)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,85 @@
+#include "upstream/request_writer.h"
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace portico::upstream {
+namespace {
+
+std::string drain(core::ByteQueue& q) {
+  std::string s(q.size(), '\0');
+  q.peek(s.data(), s.size());
+  q.clear();
+  return s;
+}
+
+http::RequestHead h2_get() {
+  http::RequestHead r;
+  r.method = "GET";
+  r.scheme = "https";
+  r.authority = "example.com";
+  r.target = "/a?b=1";
+  r.version = http::Version::HTTP_2;
+  r.headers = {{"cookie", "a=1"}, {"accept", "*/*"}, {"cookie", "b=2"}, {"te", "trailers"}};
+  return r;
+}
+
+TEST(RequestWriter, Http2ToHttp1) {
+  core::ByteQueue q;
+  ForwardingOptions opts;
+  auto r = h2_get();
+  write_upstream_request_head(q, r, body_framing(r, false), "192.0.2.7", opts);
+  std::string s = drain(q);
+  EXPECT_TRUE(s.starts_with("GET /a?b=1 HTTP/1.1\r\nhost: example.com\r\n")) << s;
+  EXPECT_NE(s.find("cookie: a=1; b=2\r\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("te:"), std::string::npos);
+  EXPECT_NE(s.find("x-forwarded-for: 192.0.2.7\r\n"), std::string::npos);
+  EXPECT_NE(s.find("x-forwarded-proto: https\r\n"), std::string::npos);
+  EXPECT_NE(s.find("forwarded: for=192.0.2.7;proto=https;host=\"example.com\"\r\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("x-request-id: "), std::string::npos);
+  EXPECT_EQ(s.find("content-length"), std::string::npos);
+  EXPECT_EQ(s.find("transfer-encoding"), std::string::npos);
+  EXPECT_TRUE(s.ends_with("\r\n\r\n"));
+}
+
+TEST(RequestWriter, HopByHopAndConnectionNamedFieldsDropped) {
+  core::ByteQueue q;
+  http::RequestHead r;
+  r.method = "POST";
+  r.scheme = "http";
+  r.authority = "h";
+  r.target = "/";
+  r.version = http::Version::HTTP_1_1;
+  r.chunked = true;
+  r.headers = {{"connection", "keep-alive, x-secret"}, {"x-secret", "1"}, {"keep-alive", "5"},
+               {"transfer-encoding", "chunked"}, {"upgrade", "h2c"}, {"x-keep", "yes"},
+               {"x-forwarded-for", "10.0.0.1"}, {"x-request-id", "abc"}, {"expect", "100-continue"}};
+  ForwardingOptions opts;
+  opts.add_via = true;
+  write_upstream_request_head(q, r, body_framing(r, false), "::1", opts);
+  std::string s = drain(q);
+  for (const char* gone : {"connection:", "x-secret", "keep-alive:", "upgrade:", "expect:"})
+    EXPECT_EQ(s.find(gone), std::string::npos) << gone << "\n" << s;
+  EXPECT_NE(s.find("x-keep: yes\r\n"), std::string::npos);
+  EXPECT_NE(s.find("x-forwarded-for: 10.0.0.1, ::1\r\n"), std::string::npos);
+  EXPECT_NE(s.find("forwarded: for=\"[::1]\";proto=http"), std::string::npos);
+  EXPECT_NE(s.find("x-request-id: abc\r\n"), std::string::npos);
+  EXPECT_EQ(s.find("x-request-id: abc\r\nx-request-id"), std::string::npos);
+  EXPECT_NE(s.find("via: 1.1 portico\r\n"), std::string::npos);
+  EXPECT_NE(s.find("transfer-encoding: chunked\r\n"), std::string::npos);
+}
+
+TEST(RequestWriter, Framing) {
+  http::RequestHead r;
+  r.version = http::Version::HTTP_2;
+  EXPECT_EQ(body_framing(r, false), BodyFraming::NONE);
+  EXPECT_EQ(body_framing(r, true), BodyFraming::CHUNKED);
+  r.content_length = 10;
+  EXPECT_EQ(body_framing(r, true), BodyFraming::CONTENT_LENGTH);
+  EXPECT_TRUE(is_hop_by_hop("transfer-encoding"));
+  EXPECT_FALSE(is_hop_by_hop("content-type"));
+}
+
+} // namespace
+} // namespace portico::upstream
