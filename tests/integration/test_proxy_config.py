@@ -1,0 +1,114 @@
+"""portico's command line: -t checks a configuration and reports every error as
+FILE:LINE:COL; --version; a bad listener address fails start-up loudly."""
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from proxy_harness import PORTICO
+
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def run(*args):
+    return subprocess.run([PORTICO, *args], capture_output=True, text=True, timeout=30)
+
+
+class ProxyConfig(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="portico-config-")
+
+    def write(self, text):
+        path = os.path.join(self.tmp, "p.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_minimal_form_from_the_issue_is_valid(self):
+        path = self.write("""[server]
+workers = 2                          # worker threads; default: one per core
+
+[[listener]]
+address = "127.0.0.1:8080"           # HTTP/1.1 and h2c (prior knowledge and Upgrade) on one port
+
+[admin]
+address = "127.0.0.1:9901"
+
+[[cluster]]
+name = "app"
+endpoints = ["unix:/dev/shm/app.sock"]   # or "127.0.0.1:9000", or "backend.example:80" (c-ares)
+
+[[route]]
+path_prefix = "/"
+cluster = "app"
+""")
+        r = run("-t", "-c", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_shipped_examples(self):
+        r = run("-t", "-c", os.path.join(REPO, "conf", "sidecar.toml"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_every_error_with_position(self):
+        path = self.write("""[server]
+workers = "many"
+
+[[listener]]
+address = "localhost"
+
+[[cluster]]
+name = "app"
+endpoints = []
+
+[[route]]
+cluster = "nope"
+""")
+        r = run("-t", "-c", path)
+        self.assertEqual(r.returncode, 1)
+        lines = r.stderr.strip().splitlines()
+        self.assertGreaterEqual(len(lines), 4, r.stderr)
+        for line in lines:
+            self.assertRegex(line, r"^" + re.escape(path) + r":\d+:\d+: .+")
+        self.assertTrue(any(l.startswith(f"{path}:2:") for l in lines), r.stderr)
+        self.assertTrue(any(l.startswith(f"{path}:5:") for l in lines), r.stderr)
+        self.assertTrue(any("nope" in l for l in lines), r.stderr)
+
+    def test_syntax_error(self):
+        path = self.write("[[listener]\naddress = 1\n")
+        r = run("-t", "-c", path)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, re.escape(path) + r":1:\d+: ")
+
+    def test_missing_file(self):
+        r = run("-t", "-c", os.path.join(self.tmp, "absent.toml"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("absent.toml:1:1:", r.stderr)
+
+    def test_version(self):
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^portico \d+\.\d+\.\d+")
+
+    def test_port_in_use_fails_start(self):
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            path = self.write(f"""[[listener]]
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "app"
+endpoints = ["127.0.0.1:1"]
+[[route]]
+cluster = "app"
+""")
+            r = subprocess.run([PORTICO, "-c", path], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(str(port), r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,67 @@
+"""SIGTERM: portico stops accepting, tells clients (GOAWAY on HTTP/2, Connection: close on
+HTTP/1.1), lets in-flight requests finish within the grace period, and exits 0."""
+import signal
+import socket
+import subprocess
+import threading
+import unittest
+
+import harness
+from proxy_harness import Proxy
+
+
+class ProxyShutdown(unittest.TestCase):
+    def test_in_flight_requests_complete(self):
+        backend = harness.Backend(workers=2)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], server_options={"grace_period": 10})
+        self.addCleanup(proxy.stop)
+        results = []
+
+        def h1():
+            with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+                s.sendall(b"GET /delay?ms=700 HTTP/1.1\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                results.append(("h1", data))
+
+        def h2():
+            out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-w", " %{http_code}",
+                                  f"{proxy.url}/delay?ms=700"], capture_output=True, timeout=30)
+            results.append(("h2", out.stdout))
+
+        threads = [threading.Thread(target=f) for f in (h1, h1, h2, h2)]
+        for t in threads:
+            t.start()
+        # Wait until the backend has the four requests (its workers hold them in their timers).
+        def established_to_backend():
+            with open("/proc/net/tcp") as f:
+                # Both ends of each loopback connection are listed; count the proxy's side.
+                return sum(1 for l in f.read().splitlines()
+                           if l.split()[2].endswith(f":{backend.port:04X}") and
+                           l.split()[3] == "01")
+
+        harness.wait_until(lambda: established_to_backend() >= 4,
+                           what="requests in flight at the backend")
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(timeout=20)
+        code = proxy.process.proc.wait(timeout=20)
+        self.assertEqual(code, 0, proxy.read_log())
+        self.assertEqual(len(results), 4)
+        for kind, data in results:
+            if kind == "h1":
+                self.assertIn(b"200 OK", data)
+                self.assertIn(b"connection: close", data.lower())
+                self.assertTrue(data.endswith(b"hello world\n"), data)
+            else:
+                self.assertTrue(data.endswith(b"hello world\n 200"), data)
+        self.assertFalse(harness.port_open("127.0.0.1", proxy.port))
+
+
+if __name__ == "__main__":
+    unittest.main()
