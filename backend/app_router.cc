@@ -7,6 +7,7 @@
 #include "static_files.h"
 
 #include <charconv>
+#include <string>
 
 namespace portico::backend {
 
@@ -51,6 +52,19 @@ void status_app(server::Exchange& ex, std::string_view code) {
   ex.respond(status, "text/plain", {body, n});
 }
 
+// The request as this server saw it, one "name: value" line per field after the request
+// line: what a proxy in front added, dropped or joined.
+void headers_app(server::Exchange& ex) {
+  const auto& req = ex.request();
+  std::string body;
+  body.reserve(512);
+  body.append(req.method).append(" ").append(req.target).append("\n");
+  body.append(":authority: ").append(req.authority).append("\n");
+  for (const auto& h : req.headers)
+    body.append(h.name).append(": ").append(h.value).append("\n");
+  ex.respond(200, "text/plain", body);
+}
+
 } // namespace
 
 void AppRouter::on_request(server::Exchange& ex) {
@@ -75,6 +89,8 @@ void AppRouter::on_request(server::Exchange& ex) {
     DelayApp::start(ex, http::query_param(query, "ms"), kHello);
   } else if (path == "/bytes") {
     BytesApp::start(ex, http::query_param(query, "n"));
+  } else if (path == "/headers") {
+    headers_app(ex);
   } else if (files_) {
     files_->serve(ex);
   } else {

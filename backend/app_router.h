@@ -6,6 +6,7 @@
 //   /status/NNN          an empty-ish response with that status
 //   /delay?ms=N          hello world after N ms, without blocking the worker
 //   /bytes?n=N           N bytes of body, streamed with backpressure
+//   /headers             the request's fields as received, one per line
 //   anything else        a static file under --document-root, or 404
 #include "server/exchange.h"
 
