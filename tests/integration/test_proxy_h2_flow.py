@@ -1,0 +1,73 @@
+"""HTTP/2 flow control through the proxy: a client that stops reading one stream does not
+stall the connection's other streams, and the proxy holds back that stream's upstream rather
+than buffering its whole body."""
+import socket
+import unittest
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+import harness
+from proxy_harness import Proxy
+
+SIZE = 64 * 1024 * 1024
+
+
+class SlowReader(unittest.TestCase):
+    def test_stalled_stream_does_not_block_others(self):
+        backend = harness.Backend(workers=2, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=1)
+        self.addCleanup(proxy.stop)
+        base_rss = proxy.rss_kib()
+
+        sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        self.addCleanup(sock.close)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        sock.sendall(conn.data_to_send())
+
+        def request(path):
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"),
+                                    (":authority", "x"), (":path", path)], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            return sid
+
+        slow = request(f"/bytes?n={SIZE}")
+        slow_bytes = 0
+        # The slow stream's window (64 KiB by default) fills and is never acknowledged; the
+        # connection window is acknowledged so that other streams may flow.
+        fast_done = {}
+        for round_ in range(20):
+            fast = request("/hello")
+            ended = False
+            while not ended:
+                data = sock.recv(65536)
+                self.assertTrue(data, "connection closed")
+                for ev in conn.receive_data(data):
+                    if isinstance(ev, h2.events.DataReceived):
+                        if ev.stream_id == slow:
+                            slow_bytes += len(ev.data)
+                            # Give back connection credit only: the stream stays stalled.
+                            conn.increment_flow_control_window(ev.flow_controlled_length)
+                        else:
+                            fast_done[ev.stream_id] = fast_done.get(ev.stream_id, b"") + ev.data
+                            conn.acknowledge_received_data(ev.flow_controlled_length,
+                                                           ev.stream_id)
+                    elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == fast:
+                        ended = True
+                    elif isinstance(ev, h2.events.StreamReset):
+                        self.fail(f"stream {ev.stream_id} reset")
+                sock.sendall(conn.data_to_send())
+        self.assertEqual(len(fast_done), 20)
+        self.assertTrue(all(v == b"hello world\n" for v in fast_done.values()))
+        self.assertLessEqual(slow_bytes, 65535)
+        # The stalled 64 MiB body is not sitting in the proxy.
+        self.assertLess(proxy.rss_kib() - base_rss, 16 * 1024)
+
+
+if __name__ == "__main__":
+    unittest.main()
