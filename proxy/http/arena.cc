@@ -4,12 +4,15 @@
 
 namespace portico::http {
 
+char* Arena::allocate_large(size_t n, size_t capacity) {
+  char* p = new char[capacity];
+  large_.push_back({p, n, capacity});
+  return p;
+}
+
 char* Arena::allocate(size_t n) {
-  if (n > core::kBlockSize / 2) {
-    char* p = new char[n];
-    large_.push_back(p);
-    return p;
-  }
+  if (n > core::kBlockSize / 2)
+    return allocate_large(n, n);
   if (!head_ || head_->writable() < n) {
     core::Block* b = core::BlockPool::local().get();
     b->next = head_;
@@ -31,21 +34,30 @@ std::string_view Arena::copy(std::string_view s) {
 std::string_view Arena::append(std::string_view last, std::string_view more) {
   if (last.empty())
     return copy(more);
+  size_t n = last.size() + more.size();
   if (head_ && last.data() + last.size() == head_->data + head_->end &&
       head_->writable() >= more.size()) {
     std::memcpy(head_->data + head_->end, more.data(), more.size());
     head_->end += static_cast<uint32_t>(more.size());
-    return {last.data(), last.size() + more.size()};
+    return {last.data(), n};
   }
-  char* p = allocate(last.size() + more.size());
+  if (!large_.empty()) {
+    Large& l = large_.back();
+    if (last.data() + last.size() == l.data + l.used && l.capacity - l.used >= more.size()) {
+      std::memcpy(l.data + l.used, more.data(), more.size());
+      l.used += more.size();
+      return {last.data(), n};
+    }
+  }
+  char* p = n > core::kBlockSize / 2 ? allocate_large(n, 2 * n) : allocate(n);
   std::memcpy(p, last.data(), last.size());
   std::memcpy(p + last.size(), more.data(), more.size());
-  return {p, last.size() + more.size()};
+  return {p, n};
 }
 
 void Arena::reset() {
-  for (char* p : large_)
-    delete[] p;
+  for (const Large& l : large_)
+    delete[] l.data;
   large_.clear();
   if (!head_)
     return;

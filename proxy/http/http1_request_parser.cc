@@ -1,6 +1,6 @@
 #include "http/http1_request_parser.h"
 
-#include <cstring>
+#include <array>
 
 namespace portico::http {
 
@@ -13,19 +13,37 @@ int parse_error_status(ParseError e) {
   case ParseError::BODY_TOO_LARGE: return 413;
   case ParseError::BAD_VERSION: return 505;
   case ParseError::NOT_IMPLEMENTED: return 501;
+  case ParseError::EXPECTATION_FAILED: return 417;
   }
   return 400;
 }
 
 namespace {
-Http1RequestParser* self(llhttp_t* p) { return static_cast<Http1RequestParser*>(p->data); }
 
-bool has_control_byte(std::string_view v) {
-  for (unsigned char c : v)
-    if ((c < 0x20 && c != '\t') || c == 0x7f)
-      return true;
-  return false;
+Http1RequestParser* self(llhttp_t* p) {
+  return static_cast<Http1RequestParser*>(p->data);
 }
+
+// uri-host and port bytes (RFC 3986 3.2.2): unreserved, pct-encoded, sub-delims, ":" and the
+// brackets of an IP literal. No "@": userinfo in a request is refused (RFC 9110 4.2.4).
+constexpr auto kAuthority = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : std::string_view("-._~!$&'()*+,;=:[]%"))
+    t[c] = true;
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c)
+    t[c] = t[c - 32] = true;
+  return t;
+}();
+
+bool valid_authority(std::string_view a) {
+  for (unsigned char c : a)
+    if (!kAuthority[c])
+      return false;
+  return true;
+}
+
 } // namespace
 
 const llhttp_settings_t* Http1RequestParser::settings() {
@@ -34,11 +52,11 @@ const llhttp_settings_t* Http1RequestParser::settings() {
     llhttp_settings_init(&t);
     t.on_message_begin = on_message_begin;
     t.on_url = on_url;
-    t.on_method = on_method;
     t.on_header_field = on_header_field;
     t.on_header_value = on_header_value;
     t.on_header_value_complete = on_header_value_complete;
     t.on_headers_complete = on_headers_complete;
+    t.on_chunk_header = on_chunk_header;
     t.on_body = on_body;
     t.on_message_complete = on_message_complete;
     return t;
@@ -51,6 +69,7 @@ Http1RequestParser::Http1RequestParser(Sink& sink, RequestHead& head, Arena& are
     : sink_(sink), head_(head), arena_(arena), limits_(limits) {
   llhttp_init(&parser_, HTTP_REQUEST, settings());
   parser_.data = this;
+  scanner_.start_head(limits_.max_header_bytes);
 }
 
 int Http1RequestParser::fail(ParseError e, const char* reason) {
@@ -61,52 +80,56 @@ int Http1RequestParser::fail(ParseError e, const char* reason) {
   return HPE_USER;
 }
 
-// llhttp 8 accepts a bare LF as a line end, which a front end reading CRLF strictly would
-// split differently: refuse it anywhere in the head.
-bool Http1RequestParser::scan_head_line_ends(const char* data, size_t len) {
-  for (size_t i = 0; i < len && !head_scanned_; ++i) {
-    char c = data[i];
-    if (c == '\n' && last_ != '\r')
-      return false;
-    if (c == '\n' && last_ == '\r' && last2_ == '\n' && last3_ == '\r')
-      head_scanned_ = true;
-    last3_ = last2_;
-    last2_ = last_;
-    last_ = c;
-  }
-  return true;
-}
-
 size_t Http1RequestParser::feed(const char* data, size_t len) {
   if (failed() || paused_ || len == 0)
     return 0;
-  if (in_head_ && !head_scanned_ && !scan_head_line_ends(data, len)) {
-    fail(ParseError::BAD_REQUEST, "bare LF in request head");
-    return 0;
-  }
-  llhttp_errno_t rc = llhttp_execute(&parser_, data, len);
-  if (rc == HPE_OK)
+  if (closed_)
     return len;
-  size_t consumed = static_cast<size_t>(llhttp_get_error_pos(&parser_) - data);
-  if (rc == HPE_PAUSED || rc == HPE_PAUSED_UPGRADE) {
-    paused_ = true;
-    upgrade_pause_ = rc == HPE_PAUSED_UPGRADE;
-    return consumed;
+  buf_end_ = data + len;
+  scan_pos_ = data;
+  if (scanner_.scanning()) {
+    scan_pos_ += scanner_.scan(data, len);
+    if (scanner_.failed()) {
+      fail(scanner_.error(), scanner_.reason());
+      return 0;
+    }
   }
-  if (rc != HPE_USER)
-    fail(ParseError::BAD_REQUEST, llhttp_get_error_reason(&parser_));
-  return consumed;
+  const char* from = data;
+  for (;;) {
+    llhttp_errno_t rc = llhttp_execute(&parser_, from, static_cast<size_t>(buf_end_ - from));
+    if (rc == HPE_OK) {
+      // A section the scanner saw end in this buffer must have ended for llhttp too (and a
+      // request end pauses it): otherwise the two read the bytes differently.
+      if (scanner_.done()) {
+        fail(ParseError::BAD_REQUEST, "ambiguous request framing");
+        return static_cast<size_t>(scan_pos_ - data);
+      }
+      return len;
+    }
+    const char* stop = llhttp_get_error_pos(&parser_);
+    if (rc == HPE_PAUSED_UPGRADE) {
+      // After an Upgrade or CONNECT request, which on_message_complete has already paused on,
+      // llhttp stops once more. A session that switches protocols stops feeding; one that
+      // declines the upgrade reads HTTP/1.1 on.
+      llhttp_resume_after_upgrade(&parser_);
+      from = stop;
+      continue;
+    }
+    if (rc == HPE_PAUSED) {
+      paused_ = true;
+      return static_cast<size_t>(stop - data);
+    }
+    if (rc != HPE_USER)
+      fail(ParseError::BAD_REQUEST, llhttp_get_error_reason(&parser_));
+    return static_cast<size_t>(stop - data);
+  }
 }
 
 void Http1RequestParser::resume() {
   if (!paused_)
     return;
   paused_ = false;
-  if (upgrade_pause_)
-    llhttp_resume_after_upgrade(&parser_);
-  else
-    llhttp_resume(&parser_);
-  upgrade_pause_ = false;
+  llhttp_resume(&parser_);
 }
 
 int Http1RequestParser::on_message_begin(llhttp_t* p) {
@@ -114,7 +137,6 @@ int Http1RequestParser::on_message_begin(llhttp_t* p) {
   s->head_.clear();
   s->arena_.reset();
   s->field_ = s->value_ = {};
-  s->in_value_ = false;
   s->in_message_ = true;
   s->in_head_ = true;
   s->head_bytes_ = 0;
@@ -122,104 +144,182 @@ int Http1RequestParser::on_message_begin(llhttp_t* p) {
   return 0;
 }
 
-int Http1RequestParser::on_method(llhttp_t* p, const char* at, size_t len) {
-  auto* s = self(p);
-  s->head_bytes_ += len;
-  s->head_.method = s->arena_.append(s->head_.method, {at, len});
-  return 0;
-}
-
 int Http1RequestParser::on_url(llhttp_t* p, const char* at, size_t len) {
   auto* s = self(p);
-  s->head_bytes_ += len;
   if (s->head_.target.size() + len > s->limits_.max_uri_bytes)
     return s->fail(ParseError::URI_TOO_LONG, "request target too long");
   s->head_.target = s->arena_.append(s->head_.target, {at, len});
   return 0;
 }
 
+int Http1RequestParser::on_header_field(llhttp_t* p, const char* at, size_t len) {
+  auto* s = self(p);
+  if (s->in_head_)
+    s->field_ = s->arena_.append(s->field_, {at, len});
+  return 0;
+}
+
+int Http1RequestParser::on_header_value(llhttp_t* p, const char* at, size_t len) {
+  auto* s = self(p);
+  if (s->in_head_)
+    s->value_ = s->arena_.append(s->value_, {at, len});
+  return 0;
+}
+
+int Http1RequestParser::on_header_value_complete(llhttp_t* p) {
+  return self(p)->finish_field();
+}
+
 int Http1RequestParser::finish_field() {
+  if (!in_head_)
+    return 0; // a trailer: the scanner has checked its syntax; nothing here uses it
   if (field_.empty())
-    return 0;
-  if (has_control_byte(value_))
-    return fail(ParseError::BAD_REQUEST, "control character in header value");
+    return fail(ParseError::BAD_REQUEST, "empty header field name");
   if (head_.headers.size() >= limits_.max_headers)
     return fail(ParseError::HEADERS_TOO_LARGE, "too many header fields");
   // Lower-case the name in place: the arena owns these bytes.
   char* name = const_cast<char*>(field_.data());
   for (size_t i = 0; i < field_.size(); ++i)
     name[i] = ascii_lower(name[i]);
+  // llhttp drops the leading whitespace of a value, not the trailing.
   std::string_view v = value_;
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
     v.remove_suffix(1);
   head_.headers.push_back({field_, v});
   field_ = value_ = {};
-  in_value_ = false;
   return 0;
 }
-
-int Http1RequestParser::on_header_field(llhttp_t* p, const char* at, size_t len) {
-  auto* s = self(p);
-  s->head_bytes_ += len;
-  if (s->head_bytes_ > s->limits_.max_header_bytes)
-    return s->fail(ParseError::HEADERS_TOO_LARGE, "header section too large");
-  s->field_ = s->arena_.append(s->field_, {at, len});
-  return 0;
-}
-
-int Http1RequestParser::on_header_value(llhttp_t* p, const char* at, size_t len) {
-  auto* s = self(p);
-  s->head_bytes_ += len;
-  if (s->head_bytes_ > s->limits_.max_header_bytes)
-    return s->fail(ParseError::HEADERS_TOO_LARGE, "header section too large");
-  s->value_ = s->arena_.append(s->value_, {at, len});
-  s->in_value_ = true;
-  return 0;
-}
-
-int Http1RequestParser::on_header_value_complete(llhttp_t* p) { return self(p)->finish_field(); }
 
 int Http1RequestParser::on_headers_complete(llhttp_t* p) {
   auto* s = self(p);
-  if (s->finish_field() != 0)
+  // llhttp and the scanner must agree on where the head ends (the scanner saw this buffer
+  // first, so it has reached the end already if they do).
+  if (!s->scanner_.done())
+    return s->fail(ParseError::BAD_REQUEST, "ambiguous request head");
+  s->head_bytes_ = s->scanner_.section_bytes();
+  if (s->check_head() != 0)
     return HPE_USER;
-  auto& h = s->head_;
-  if (p->http_major != 1 || p->http_minor > 1)
-    return s->fail(ParseError::BAD_VERSION, "unsupported HTTP version");
-  h.version = p->http_minor == 0 ? Version::HTTP_1_0 : Version::HTTP_1_1;
-  h.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+  s->in_head_ = false;
+  if (s->head_.chunked) {
+    // The body starts where the head ended, in this very buffer: check the framing of what
+    // has arrived before the head is handed on.
+    s->scanner_.start_chunked(s->limits_.max_header_bytes);
+    s->scan_pos_ += s->scanner_.scan(s->scan_pos_, static_cast<size_t>(s->buf_end_ - s->scan_pos_));
+    if (s->scanner_.failed())
+      return s->fail(s->scanner_.error(), s->scanner_.reason());
+  } else {
+    s->scanner_.stop();
+  }
+  s->sink_.on_request_head(s->head_);
+  return 0;
+}
+
+int Http1RequestParser::check_head() {
+  auto& h = head_;
+  if (parser_.http_major != 1 || parser_.http_minor > 1)
+    return fail(ParseError::BAD_VERSION, "unsupported HTTP version");
+  h.version = parser_.http_minor == 0 ? Version::HTTP_1_0 : Version::HTTP_1_1;
+  h.method = llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
   h.scheme = "http";
-  h.keep_alive = llhttp_should_keep_alive(p);
+  h.keep_alive = llhttp_should_keep_alive(&parser_);
+  if (check_framing() != 0)
+    return HPE_USER;
   int hosts = 0;
   for (const auto& f : h.headers) {
     if (f.name == "host") {
       h.authority = f.value;
       ++hosts;
-    } else if (f.name == "transfer-encoding") {
-      // llhttp already refuses CL together with TE; anything but a final "chunked" is a
-      // coding this server does not implement.
-      if (!(p->flags & F_CHUNKED))
-        return s->fail(ParseError::NOT_IMPLEMENTED, "unsupported transfer coding");
-      h.chunked = true;
     } else if (f.name == "expect") {
       if (!iequals(f.value, "100-continue"))
-        return s->fail(ParseError::BAD_REQUEST, "unsupported expectation");
+        return fail(ParseError::EXPECTATION_FAILED, "unsupported expectation");
       h.expect_continue = true;
     }
   }
   if (hosts > 1 || (hosts == 0 && h.version == Version::HTTP_1_1))
-    return s->fail(ParseError::BAD_REQUEST, "missing or repeated Host");
-  if (h.target.empty() || (h.target[0] != '/' && h.method != "OPTIONS" && h.method != "CONNECT" &&
-                           h.target.find("://") == std::string_view::npos))
-    return s->fail(ParseError::BAD_REQUEST, "bad request target");
-  if (p->flags & F_CONTENT_LENGTH)
-    h.content_length = static_cast<int64_t>(p->content_length);
-  if (s->limits_.max_body_bytes >= 0 && h.content_length > s->limits_.max_body_bytes)
+    return fail(ParseError::BAD_REQUEST, "missing or repeated Host");
+  if (!valid_authority(h.authority))
+    return fail(ParseError::BAD_REQUEST, "bad Host");
+  return check_target();
+}
+
+// Content-Length and Transfer-Encoding, the two ways to read a body differently: llhttp
+// already refuses both together, repeated or malformed Content-Length, and a chunked that is
+// not the final coding.
+int Http1RequestParser::check_framing() {
+  auto& h = head_;
+  bool te = false;
+  for (const auto& f : h.headers) {
+    if (f.name != "transfer-encoding")
+      continue;
+    // Only "chunked" alone is implemented: other codings are 501 (RFC 9112 6.1), and llhttp
+    // has refused a list where chunked is not last.
+    if (!iequals(f.value, "chunked"))
+      return fail(f.value.empty() ? ParseError::BAD_REQUEST : ParseError::NOT_IMPLEMENTED,
+                  "unsupported transfer coding");
+    te = true;
+  }
+  h.chunked = (parser_.flags & F_CHUNKED) != 0;
+  if (te != h.chunked)
+    return fail(ParseError::BAD_REQUEST, "ambiguous Transfer-Encoding");
+  // An HTTP/1.0 message with Transfer-Encoding has faulty framing (RFC 9112 6.1).
+  if (te && h.version == Version::HTTP_1_0)
+    return fail(ParseError::BAD_REQUEST, "Transfer-Encoding in an HTTP/1.0 request");
+  if (parser_.flags & F_CONTENT_LENGTH)
+    h.content_length = static_cast<int64_t>(parser_.content_length);
+  if (h.method == "CONNECT" && h.has_body())
+    return fail(ParseError::BAD_REQUEST, "CONNECT with a body");
+  if (limits_.max_body_bytes >= 0 && h.content_length > limits_.max_body_bytes)
+    return fail(ParseError::BODY_TOO_LARGE, "request body too large");
+  return 0;
+}
+
+// origin-form "/p?q"; asterisk-form "*" for OPTIONS; authority-form for CONNECT; absolute-form
+// "http://host/p?q", which becomes origin-form with its authority replacing Host (RFC 9112
+// 3.2.2), so that the router and the upstream see the same authority.
+int Http1RequestParser::check_target() {
+  auto& h = head_;
+  std::string_view t = h.target;
+  bool connect = h.method == "CONNECT";
+  if (!t.empty() && t[0] == '/' && !connect)
+    return 0;
+  if (t == "*")
+    return h.method == "OPTIONS" ? 0 : fail(ParseError::BAD_REQUEST, "bad request target");
+  if (connect) {
+    if (t.empty() || !valid_authority(t) || t.find(':') == std::string_view::npos)
+      return fail(ParseError::BAD_REQUEST, "CONNECT needs host:port");
+    return 0;
+  }
+  size_t colon = t.find("://");
+  if (colon == std::string_view::npos)
+    return fail(ParseError::BAD_REQUEST, "bad request target");
+  std::string_view scheme = t.substr(0, colon);
+  if (iequals(scheme, "http"))
+    h.scheme = "http";
+  else if (iequals(scheme, "https"))
+    h.scheme = "https";
+  else
+    return fail(ParseError::BAD_REQUEST, "unsupported URI scheme");
+  std::string_view rest = t.substr(colon + 3);
+  size_t path = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, path);
+  if (authority.empty() || !valid_authority(authority))
+    return fail(ParseError::BAD_REQUEST, "bad authority in request target");
+  h.authority = authority;
+  if (path == std::string_view::npos)
+    h.target = "/";
+  else if (rest[path] == '?')
+    h.target = arena_.append(arena_.copy("/"), rest.substr(path));
+  else
+    h.target = rest.substr(path);
+  return 0;
+}
+
+int Http1RequestParser::on_chunk_header(llhttp_t* p) {
+  auto* s = self(p);
+  // Refuse a body over the limit as soon as a chunk size says so, not after reading it.
+  int64_t max = s->limits_.max_body_bytes;
+  if (max >= 0 && p->content_length > static_cast<uint64_t>(max - s->body_bytes_))
     return s->fail(ParseError::BODY_TOO_LARGE, "request body too large");
-  s->in_head_ = false;
-  s->head_scanned_ = false;
-  s->last_ = s->last2_ = s->last3_ = 0;
-  s->sink_.on_request_head(h);
   return 0;
 }
 
@@ -234,8 +334,12 @@ int Http1RequestParser::on_body(llhttp_t* p, const char* at, size_t len) {
 
 int Http1RequestParser::on_message_complete(llhttp_t* p) {
   auto* s = self(p);
+  if (s->head_.chunked && !s->scanner_.done())
+    return s->fail(ParseError::BAD_REQUEST, "ambiguous chunked framing");
   s->in_message_ = false;
   s->in_head_ = true;
+  s->closed_ = !s->head_.keep_alive;
+  s->scanner_.start_head(s->limits_.max_header_bytes);
   s->sink_.on_request_end();
   return HPE_PAUSED;
 }

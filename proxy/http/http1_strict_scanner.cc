@@ -1,0 +1,338 @@
+#include "http/http1_strict_scanner.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+
+namespace portico::http {
+
+namespace {
+
+using ByteClass = std::array<bool, 256>;
+
+// tchar (RFC 9110 5.6.2): methods and field names.
+constexpr ByteClass kToken = [] {
+  ByteClass t{};
+  for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~"))
+    t[c] = true;
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c)
+    t[c] = t[c - 32] = true;
+  return t;
+}();
+
+// field-vchar, SP and HTAB (RFC 9110 5.5), obs-text included: anything but CTLs and DEL.
+// Chunk extensions are held to the same bytes; llhttp checks their grammar.
+constexpr ByteClass kValue = [] {
+  ByteClass t{};
+  for (int c = 0; c < 256; ++c)
+    t[c] = c == '\t' || (c >= 0x20 && c != 0x7f);
+  return t;
+}();
+
+// The target is visible ASCII only: no tab, no raw UTF-8 (clients percent-encode it), so that
+// every reader splits the request line at the same two spaces; and no "#", since a fragment is
+// never sent (RFC 9112 3.2) and readers disagree on where the path ends.
+constexpr ByteClass kTarget = [] {
+  ByteClass t{};
+  for (int c = 0x21; c < 0x7f; ++c)
+    t[c] = c != '#';
+  return t;
+}();
+
+constexpr std::string_view kHttpSlash = "HTTP/";
+
+// Bounds a chunk size far above any real body, and far below overflow in llhttp or here.
+constexpr uint64_t kMaxChunkSize = uint64_t{1} << 60;
+
+// Word-at-a-time tests (Hacker's Delight 6-1), exact as to whether any byte matches.
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHighs = 0x8080808080808080ull;
+constexpr bool has_byte_below(uint64_t w, uint8_t n) { // n <= 128
+  return ((w - kOnes * n) & ~w & kHighs) != 0;
+}
+constexpr bool has_byte(uint64_t w, uint8_t b) {
+  return has_byte_below(w ^ (kOnes * b), 1);
+}
+
+uint64_t load8(const unsigned char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// Values and targets are most of a head: skip their plain bytes eight at a time, and let the
+// byte loop after find exactly where the run stops.
+const unsigned char* skip_value(const unsigned char* p, const unsigned char* end) {
+  while (end - p >= 8) {
+    uint64_t w = load8(p);
+    if (has_byte_below(w, 0x20) || has_byte(w, 0x7f))
+      break;
+    p += 8;
+  }
+  while (p < end && kValue[*p])
+    ++p;
+  return p;
+}
+
+const unsigned char* skip_target(const unsigned char* p, const unsigned char* end) {
+  while (end - p >= 8) {
+    uint64_t w = load8(p);
+    if (has_byte_below(w, 0x21) || (w & kHighs) || has_byte(w, 0x7f) || has_byte(w, '#'))
+      break;
+    p += 8;
+  }
+  while (p < end && kTarget[*p])
+    ++p;
+  return p;
+}
+
+int hex_value(unsigned char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  c |= 0x20;
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  return -1;
+}
+
+} // namespace
+
+void Http1StrictScanner::start_head(size_t max_bytes) {
+  state_ = State::LEADING;
+  counting_ = true;
+  trailers_ = false;
+  max_ = max_bytes;
+  bytes_ = 0;
+  request_line_bytes_ = 0;
+}
+
+void Http1StrictScanner::start_chunked(size_t max_bytes) {
+  state_ = State::CHUNK_START;
+  counting_ = false;
+  trailers_ = false;
+  max_ = max_bytes;
+  bytes_ = 0;
+}
+
+size_t Http1StrictScanner::fail(ParseError e, const char* reason) {
+  state_ = State::FAILED;
+  error_ = e;
+  reason_ = reason;
+  return 0;
+}
+
+size_t Http1StrictScanner::scan(const char* data, size_t len) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  const auto* const end = p + len;
+  const unsigned char* counted_from = p;
+  if (!scanning())
+    return 0;
+  while (p < end && state_ != State::DONE) {
+    switch (state_) {
+    case State::IDLE:
+    case State::DONE:
+    case State::FAILED: return 0; // not reached: the loop runs only while scanning
+
+    case State::LEADING:
+      if (*p == '\r') {
+        ++p;
+        state_ = State::LEADING_LF;
+      } else if (kToken[*p]) {
+        state_ = State::METHOD;
+      } else {
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in request head" : "bad request line");
+      }
+      break;
+    case State::LEADING_LF:
+    case State::LINE_LF:
+    case State::END_LF:
+    case State::CHUNK_SIZE_LF:
+    case State::CHUNK_DATA_LF:
+      if (*p != '\n')
+        return fail(ParseError::BAD_REQUEST, "CR not followed by LF");
+      ++p;
+      if (state_ == State::LEADING_LF) {
+        state_ = State::LEADING;
+      } else if (state_ == State::LINE_LF) {
+        state_ = State::FIELD_START;
+      } else if (state_ == State::END_LF) {
+        state_ = State::DONE;
+      } else if (state_ == State::CHUNK_DATA_LF) {
+        state_ = State::CHUNK_START;
+      } else if (chunk_left_ > 0) {
+        state_ = State::CHUNK_DATA;
+      } else {
+        // The last chunk: the trailer section follows, bounded like a head.
+        state_ = State::FIELD_START;
+        trailers_ = counting_ = true;
+        counted_from = p;
+      }
+      break;
+
+    case State::METHOD:
+      while (p < end && kToken[*p])
+        ++p;
+      if (p == end)
+        break;
+      if (*p != ' ')
+        return fail(ParseError::BAD_REQUEST, "bad method");
+      ++p;
+      state_ = State::TARGET_START;
+      break;
+    case State::TARGET_START:
+      if (!kTarget[*p])
+        return fail(ParseError::BAD_REQUEST, "bad request target");
+      state_ = State::TARGET;
+      break;
+    case State::TARGET:
+      p = skip_target(p, end);
+      if (p == end)
+        break;
+      if (*p != ' ')
+        return fail(ParseError::BAD_REQUEST, "bad character in request target");
+      ++p;
+      state_ = State::VERSION;
+      version_pos_ = 0;
+      break;
+    case State::VERSION: {
+      unsigned char c = *p++;
+      uint8_t i = version_pos_++;
+      bool ok;
+      if (i < kHttpSlash.size())
+        ok = c == static_cast<unsigned char>(kHttpSlash[i]);
+      else if (i == 5 || i == 7)
+        ok = c >= '0' && c <= '9';
+      else if (i == 6)
+        ok = c == '.';
+      else
+        ok = c == '\r';
+      if (!ok)
+        return fail(ParseError::BAD_REQUEST, "bad HTTP version");
+      if (i == 5) {
+        major_ = static_cast<char>(c);
+      } else if (i == 7) {
+        // Decided here, not at the CR: llhttp refuses versions it does not know at this byte.
+        if (major_ != '1' || (c != '0' && c != '1'))
+          return fail(ParseError::BAD_VERSION, "unsupported HTTP version");
+      } else if (i == 8) {
+        state_ = State::LINE_LF;
+        request_line_bytes_ = bytes_ + static_cast<size_t>(p - counted_from);
+      }
+      break;
+    }
+
+    case State::FIELD_START:
+      if (*p == '\r') {
+        ++p;
+        state_ = State::END_LF;
+      } else if (kToken[*p]) {
+        state_ = State::FIELD_NAME;
+      } else if (*p == ' ' || *p == '\t') {
+        return fail(ParseError::BAD_REQUEST, "obs-fold or whitespace before a field name");
+      } else {
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in request head" : "bad header field name");
+      }
+      break;
+    case State::FIELD_NAME:
+      while (p < end && kToken[*p])
+        ++p;
+      if (p == end)
+        break;
+      if (*p != ':')
+        return fail(ParseError::BAD_REQUEST, *p == ' ' || *p == '\t'
+                                                 ? "whitespace between field name and colon"
+                                                 : "bad header field name");
+      ++p;
+      state_ = State::FIELD_VALUE;
+      break;
+    case State::FIELD_VALUE:
+      p = skip_value(p, end);
+      if (p == end)
+        break;
+      if (*p != '\r')
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in request head" : "control character in field value");
+      ++p;
+      state_ = State::LINE_LF;
+      break;
+
+    case State::CHUNK_START:
+      if (hex_value(*p) < 0)
+        return fail(ParseError::BAD_REQUEST, "bad chunk size");
+      chunk_left_ = 0;
+      ext_bytes_ = 0;
+      state_ = State::CHUNK_SIZE;
+      break;
+    case State::CHUNK_SIZE:
+      for (int v; p < end && (v = hex_value(*p)) >= 0; ++p) {
+        chunk_left_ = chunk_left_ * 16 + static_cast<uint64_t>(v);
+        if (chunk_left_ > kMaxChunkSize)
+          return fail(ParseError::BAD_REQUEST, "chunk size overflow");
+      }
+      if (p == end)
+        break;
+      if (*p == ';') {
+        state_ = State::CHUNK_EXT;
+      } else if (*p == '\r') {
+        state_ = State::CHUNK_SIZE_LF;
+      } else {
+        return fail(ParseError::BAD_REQUEST, "bad chunk size");
+      }
+      ++p;
+      break;
+    case State::CHUNK_EXT: {
+      const unsigned char* from = p;
+      while (p < end && kValue[*p])
+        ++p;
+      ext_bytes_ += static_cast<size_t>(p - from);
+      if (ext_bytes_ > max_)
+        return fail(ParseError::BAD_REQUEST, "chunk extensions too long");
+      if (p == end)
+        break;
+      if (*p != '\r')
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in chunk-size line" : "control character in chunk line");
+      ++p;
+      state_ = State::CHUNK_SIZE_LF;
+      break;
+    }
+    case State::CHUNK_DATA: {
+      size_t n =
+          static_cast<size_t>(std::min<uint64_t>(chunk_left_, static_cast<uint64_t>(end - p)));
+      p += n;
+      chunk_left_ -= n;
+      if (chunk_left_ == 0)
+        state_ = State::CHUNK_DATA_CR;
+      break;
+    }
+    case State::CHUNK_DATA_CR:
+      if (*p != '\r')
+        return fail(ParseError::BAD_REQUEST, "chunk data not followed by CRLF");
+      ++p;
+      state_ = State::CHUNK_DATA_LF;
+      break;
+    }
+  }
+  size_t scanned = static_cast<size_t>(p - reinterpret_cast<const unsigned char*>(data));
+  if (counting_) {
+    bytes_ += static_cast<size_t>(p - counted_from);
+    if (bytes_ > max_) {
+      if (trailers_)
+        return fail(ParseError::HEADERS_TOO_LARGE, "trailer section too large");
+      // The target is the only part of a request line that can be long.
+      if (request_line_bytes_ == 0 || request_line_bytes_ > max_)
+        return fail(ParseError::URI_TOO_LONG, "request line too long");
+      return fail(ParseError::HEADERS_TOO_LARGE, "header section too large");
+    }
+  }
+  if (state_ == State::DONE)
+    counting_ = false;
+  return scanned;
+}
+
+} // namespace portico::http

@@ -1,0 +1,107 @@
+// Arena: views stay valid until reset(); appending to the newest allocation grows it in place.
+#include "http/arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace portico::http {
+namespace {
+
+TEST(Arena, CopyAndAllocate) {
+  Arena a;
+  EXPECT_TRUE(a.copy("").empty());
+  std::string src = "hello";
+  std::string_view v = a.copy(src);
+  src = "xxxxx";
+  EXPECT_EQ(v, "hello");
+  EXPECT_NE(v.data(), src.data());
+  char* p = a.allocate(3);
+  std::memcpy(p, "abc", 3);
+  EXPECT_EQ(std::string_view(p, 3), "abc");
+  EXPECT_EQ(v, "hello");
+}
+
+TEST(Arena, AppendToTheNewestAllocationGrowsInPlace) {
+  Arena a;
+  std::string_view v = a.copy("ab");
+  std::string_view w = a.append(v, "cd");
+  EXPECT_EQ(w, "abcd");
+  EXPECT_EQ(w.data(), v.data());
+  // Appending to an empty view is a copy.
+  std::string_view e = a.append({}, "xy");
+  EXPECT_EQ(e, "xy");
+}
+
+TEST(Arena, AppendToAnOlderAllocationCopies) {
+  Arena a;
+  std::string_view first = a.copy("first");
+  std::string_view second = a.copy("second");
+  std::string_view grown = a.append(first, "+more");
+  EXPECT_EQ(grown, "first+more");
+  EXPECT_NE(grown.data(), first.data());
+  // Nothing moved: the old views still read the same.
+  EXPECT_EQ(first, "first");
+  EXPECT_EQ(second, "second");
+}
+
+TEST(Arena, AppendAcrossABlockEnd) {
+  Arena a;
+  // Fill most of a block, then grow a value past its end.
+  a.allocate(core::kBlockSize - 10);
+  std::string_view v = a.copy("12345");
+  std::string_view w = a.append(v, std::string(20, 'x'));
+  EXPECT_EQ(w, "12345" + std::string(20, 'x'));
+  EXPECT_EQ(v, "12345");
+}
+
+TEST(Arena, LargeAllocations) {
+  Arena a;
+  std::string big(3 * core::kBlockSize, 'B');
+  std::string_view v = a.copy(big);
+  EXPECT_EQ(v, big);
+  std::string_view small = a.copy("small");
+  EXPECT_EQ(small, "small");
+  EXPECT_EQ(v, big);
+}
+
+TEST(Arena, AByteAtATimeValueGrowsInPlaceMostOfTheTime) {
+  // A client may send a long header value a byte per packet: each byte is an append. Copies
+  // must be rare (geometric growth), not one per byte.
+  Arena a;
+  std::string expect;
+  std::string_view v;
+  int moves = 0;
+  for (int i = 0; i < 64 * 1024; ++i) {
+    char c = static_cast<char>('a' + i % 26);
+    expect.push_back(c);
+    std::string_view w = a.append(v, {&c, 1});
+    if (!v.empty() && w.data() != v.data())
+      ++moves;
+    v = w;
+  }
+  EXPECT_EQ(v, expect);
+  EXPECT_LT(moves, 20);
+}
+
+TEST(Arena, ResetForgetsEverythingAndKeepsOneBlock) {
+  Arena a;
+  for (int i = 0; i < 10; ++i)
+    a.allocate(core::kBlockSize / 2);
+  a.copy(std::string(100000, 'L'));
+  size_t free_before = core::BlockPool::local().free_count();
+  a.reset();
+  // All blocks but one went back to the pool.
+  EXPECT_GE(core::BlockPool::local().free_count(), free_before + 4);
+  std::string_view v = a.copy("after reset");
+  EXPECT_EQ(v, "after reset");
+  size_t free_after_use = core::BlockPool::local().free_count();
+  a.release();
+  EXPECT_EQ(core::BlockPool::local().free_count(), free_after_use + 1);
+  // Usable again after release.
+  EXPECT_EQ(a.copy("again"), "again");
+}
+
+} // namespace
+} // namespace portico::http
