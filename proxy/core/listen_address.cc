@@ -29,10 +29,12 @@ std::string errno_text(std::string_view what) {
 
 // Another server accepts on this path: the file is not stale.
 bool unix_socket_alive(const sockaddr_un& sa) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a live server with a full backlog answers EAGAIN instead of stalling start-up.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return false;
-  bool alive = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0;
+  bool alive = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 ||
+               errno == EAGAIN;
   ::close(fd);
   return alive;
 }
@@ -58,11 +60,20 @@ int open_unix(const ListenAddress& a, int backlog, std::string* error) {
     *error = errno_text("socket");
     return -1;
   }
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-      (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0) ||
-      ::listen(fd, backlog) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     *error = errno_text("bind " + a.path);
     ::close(fd);
+    return -1;
+  }
+  const char* step = nullptr;
+  if (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0)
+    step = "chmod ";
+  else if (::listen(fd, backlog) != 0)
+    step = "listen ";
+  if (step) {
+    *error = errno_text(step + a.path);
+    ::close(fd);
+    ::unlink(a.path.c_str()); // ours, and useless half-made
     return -1;
   }
   return fd;
@@ -115,6 +126,10 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
     auto colon = rest.rfind(':');
     int mode;
     if (colon != std::string_view::npos && parse_int(rest.substr(colon + 1), 8, mode)) {
+      if (mode > 07777) {
+        *error = "unix socket mode must be octal 0 to 7777: " + a.text;
+        return std::nullopt;
+      }
       a.mode = mode;
       rest = rest.substr(0, colon);
     }
@@ -132,7 +147,13 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
     return std::nullopt;
   }
   std::string_view host = s.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+  bool open_bracket = !host.empty() && host.front() == '[';
+  bool close_bracket = !host.empty() && host.back() == ']';
+  if (open_bracket != close_bracket || (!open_bracket && host.find(':') != host.npos)) {
+    *error = "an IPv6 address needs brackets: [::1]:PORT, got '" + a.text + "'";
+    return std::nullopt;
+  }
+  if (open_bracket)
     host = host.substr(1, host.size() - 2);
   if (host == "*")
     host = {};

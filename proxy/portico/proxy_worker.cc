@@ -19,7 +19,7 @@ server::ServerLimits limits_from(const config::Config& cfg) {
 
 ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
                          std::vector<int> listen_fds)
-    : cfg_(cfg), index_(index), listen_fds_(std::move(listen_fds)) {
+    : listen_fds_(std::move(listen_fds)) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
   resolver_ = std::make_unique<upstream::DnsResolver>(loop_);

@@ -37,8 +37,6 @@ private:
   void on_async();
   void run();
 
-  const config::Config& cfg_;
-  int index_;
   struct ev_loop* loop_;
   std::unique_ptr<core::DeferredQueue> deferred_;
   std::unique_ptr<upstream::DnsResolver> resolver_;

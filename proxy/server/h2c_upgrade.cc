@@ -7,8 +7,8 @@ int b64url_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-' || c == '+') return 62;
-  if (c == '_' || c == '/') return 63;
+  if (c == '-') return 62;
+  if (c == '_') return 63;
   return -1;
 }
 } // namespace
@@ -17,6 +17,8 @@ bool decode_http2_settings(std::string_view s, std::string& out) {
   while (!s.empty() && s.back() == '=')
     s.remove_suffix(1);
   out.clear();
+  if (s.size() % 4 == 1)
+    return false; // no byte count encodes to this many characters
   uint32_t acc = 0;
   int bits = 0;
   for (char c : s) {

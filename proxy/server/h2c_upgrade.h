@@ -12,7 +12,8 @@ struct UpgradeToH2 {
   std::string settings; // SETTINGS frame payload
 };
 
-// HTTP2-Settings is base64url without padding (RFC 7540 3.2.1). False on any bad character.
+// HTTP2-Settings is base64url without padding (RFC 7540 3.2.1). False on any character outside
+// that alphabet, an impossible length, or a payload that is not whole 6-byte entries.
 bool decode_http2_settings(std::string_view b64url, std::string& out);
 
 } // namespace portico::server

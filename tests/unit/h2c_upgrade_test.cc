@@ -54,5 +54,14 @@ TEST(DecodeHttp2Settings, RefusesALengthThatIsNotWholeEntries) {
   EXPECT_FALSE(decode_http2_settings("AAMA", out));
 }
 
+TEST(DecodeHttp2Settings, RefusesStandardBase64AndImpossibleLengths) {
+  std::string out;
+  // '+' and '/' belong to standard base64, not base64url; 1 and 9 characters encode no bytes.
+  EXPECT_FALSE(decode_http2_settings("AAMA+ABk", out));
+  EXPECT_FALSE(decode_http2_settings("AAMA/ABk", out));
+  EXPECT_FALSE(decode_http2_settings("A", out));
+  EXPECT_FALSE(decode_http2_settings("AAAAAAAAA", out));
+}
+
 } // namespace
 } // namespace portico::server

@@ -62,7 +62,8 @@ TEST(ParseListenAddress, Tcp) {
 TEST(ParseListenAddress, Errors) {
   for (const char* bad :
        {"", "80", "unix:", "unix:relative.sock", "unix:relative:0666", "127.0.0.1:", "127.0.0.1:0",
-        "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:http", "127.0.0.1:80x", "[::1]:99999"}) {
+        "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:http", "127.0.0.1:80x", "[::1]:99999",
+        "[::1:80", "::1]:80", "::1:80", "unix:/tmp/a.sock:7777777", "unix:/tmp/a.sock:177777"}) {
     std::string error;
     EXPECT_FALSE(parse_listen_address(bad, &error).has_value()) << "'" << bad << "'";
     EXPECT_FALSE(error.empty()) << "'" << bad << "'";
