@@ -13,6 +13,11 @@ char* Arena::allocate_large(size_t n, size_t capacity) {
 char* Arena::allocate(size_t n) {
   if (n > core::kBlockSize / 2)
     return allocate_large(n, n);
+  if (!head_ && inline_used_ + n <= kInline) {
+    char* p = inline_ + inline_used_;
+    inline_used_ += static_cast<uint32_t>(n);
+    return p;
+  }
   if (!head_ || head_->writable() < n) {
     core::Block* b = core::BlockPool::local().get();
     b->next = head_;
@@ -35,6 +40,12 @@ std::string_view Arena::append(std::string_view last, std::string_view more) {
   if (last.empty())
     return copy(more);
   size_t n = last.size() + more.size();
+  if (!head_ && last.data() + last.size() == inline_ + inline_used_ &&
+      inline_used_ + more.size() <= kInline) {
+    std::memcpy(inline_ + inline_used_, more.data(), more.size());
+    inline_used_ += static_cast<uint32_t>(more.size());
+    return {last.data(), n};
+  }
   if (head_ && last.data() + last.size() == head_->data + head_->end &&
       head_->writable() >= more.size()) {
     std::memcpy(head_->data + head_->end, more.data(), more.size());
@@ -59,25 +70,11 @@ void Arena::reset() {
   for (const Large& l : large_)
     delete[] l.data;
   large_.clear();
-  if (!head_)
-    return;
-  core::Block* keep = head_;
-  core::Block* b = head_->next;
-  while (b) {
-    core::Block* n = b->next;
+  while (core::Block* b = head_) {
+    head_ = b->next;
     core::BlockPool::local().put(b);
-    b = n;
   }
-  keep->next = nullptr;
-  keep->begin = keep->end = 0;
-  head_ = keep;
-}
-
-void Arena::release() {
-  reset();
-  if (head_)
-    core::BlockPool::local().put(head_);
-  head_ = nullptr;
+  inline_used_ = 0;
 }
 
 } // namespace portico::http

@@ -27,6 +27,7 @@ std::string_view reason_phrase(int status) {
   case 413: return "Content Too Large";
   case 414: return "URI Too Long";
   case 415: return "Unsupported Media Type";
+  case 416: return "Range Not Satisfiable";
   case 417: return "Expectation Failed";
   case 429: return "Too Many Requests";
   case 431: return "Request Header Fields Too Large";

@@ -85,22 +85,38 @@ TEST(Arena, AByteAtATimeValueGrowsInPlaceMostOfTheTime) {
   EXPECT_LT(moves, 20);
 }
 
-TEST(Arena, ResetForgetsEverythingAndKeepsOneBlock) {
+TEST(Arena, ResetReturnsEveryBlock) {
   Arena a;
   for (int i = 0; i < 10; ++i)
     a.allocate(core::kBlockSize / 2);
   a.copy(std::string(100000, 'L'));
   size_t free_before = core::BlockPool::local().free_count();
   a.reset();
-  // All blocks but one went back to the pool.
-  EXPECT_GE(core::BlockPool::local().free_count(), free_before + 4);
+  // Ten half-block allocations took five blocks; all of them are back in the pool.
+  EXPECT_GE(core::BlockPool::local().free_count(), free_before + 5);
   std::string_view v = a.copy("after reset");
   EXPECT_EQ(v, "after reset");
-  size_t free_after_use = core::BlockPool::local().free_count();
+  // Small fields come from the arena's own bytes: no block is taken for them.
+  EXPECT_EQ(core::BlockPool::local().free_count(), free_before + 5);
   a.release();
-  EXPECT_EQ(core::BlockPool::local().free_count(), free_after_use + 1);
-  // Usable again after release.
   EXPECT_EQ(a.copy("again"), "again");
+}
+
+TEST(Arena, InlineBytesFirstThenBlocks) {
+  Arena a;
+  size_t free_before = core::BlockPool::local().free_count();
+  std::string_view first = a.copy(std::string(Arena::kInline - 10, 'a'));
+  EXPECT_EQ(core::BlockPool::local().free_count(), free_before);
+  // Growing in place within the inline bytes.
+  std::string_view grown = a.append(first, "0123456789");
+  EXPECT_EQ(grown.data(), first.data());
+  EXPECT_EQ(grown.size(), Arena::kInline);
+  // The next byte does not fit: a block is taken and the value moves there whole.
+  std::string_view moved = a.append(grown, "!");
+  EXPECT_NE(moved.data(), grown.data());
+  EXPECT_EQ(moved.size(), Arena::kInline + 1);
+  EXPECT_EQ(moved.back(), '!');
+  EXPECT_EQ(moved.substr(0, 3), "aaa");
 }
 
 } // namespace
