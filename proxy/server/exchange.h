@@ -7,6 +7,7 @@
 #include "http/response_head.h"
 
 #include <ev.h>
+#include <span>
 
 namespace portico::server {
 
@@ -19,6 +20,9 @@ public:
   virtual ~ExchangeListener() = default;
   // Request body bytes; the view is valid only during the call.
   virtual void on_request_body(Exchange& ex, std::string_view data) {}
+  // Trailer fields after the request body (HTTP/1.1 chunked trailers, HTTP/2 trailing HEADERS),
+  // just before on_request_end. The views are valid only during the call.
+  virtual void on_request_trailers(Exchange& ex, std::span<const http::Header> trailers) {}
   // The request body is complete (called at once for requests without one).
   virtual void on_request_end(Exchange& ex) {}
   // The response buffer fell below the low watermark after being above the high one.
@@ -48,6 +52,12 @@ public:
   virtual void send_body(std::string_view data) = 0;
   // Ends the response; the exchange closes once the request side is also done.
   virtual void end_response() = 0;
+  // Ends the response with trailer fields: a trailer section after the last chunk on HTTP/1.1,
+  // a trailing HEADERS frame on HTTP/2. Where the framing has no place for them (a response
+  // with Content-Length on HTTP/1.1) they are dropped, as RFC 9110 6.5.1 allows.
+  virtual void end_response_with_trailers(std::span<const http::Header> trailers) {
+    end_response();
+  }
   // Response bytes queued and not yet handed to the socket.
   virtual size_t buffered() const = 0;
   // Stops reading this request's body (backpressure) until resume_request_body().

@@ -234,6 +234,11 @@ void Http1Upstream::on_response_body(std::string_view data) {
     client_->on_upstream_body(data);
 }
 
+void Http1Upstream::on_response_trailer(std::string_view name, std::string_view value) {
+  if (client_)
+    client_->on_upstream_trailer(name, value);
+}
+
 void Http1Upstream::on_response_end() { response_done_ = true; }
 
 void Http1Upstream::finish_exchange() {

@@ -67,6 +67,7 @@ private:
 
   void on_response_head(http::UpstreamResponseHead& head) override;
   void on_response_body(std::string_view data) override;
+  void on_response_trailer(std::string_view name, std::string_view value) override;
   void on_response_end() override;
 
   UpstreamPool& pool_;

@@ -89,8 +89,17 @@ void ProxiedExchange::write_body(std::string_view data) {
 }
 
 void ProxiedExchange::finish_request() {
-  if (framing_ == BodyFraming::CHUNKED)
-    up_->output().append("0\r\n\r\n");
+  if (framing_ == BodyFraming::CHUNKED) {
+    auto& out = up_->output();
+    out.append("0\r\n");
+    for (const auto& t : request_trailers_) {
+      out.append(t.name);
+      out.append(": ");
+      out.append(t.value);
+      out.append("\r\n");
+    }
+    out.append("\r\n");
+  }
   up_->request_complete();
   up_->want_flush();
 }
@@ -169,9 +178,29 @@ void ProxiedExchange::on_response_writable(server::Exchange&) {
   }
 }
 
+void ProxiedExchange::on_request_trailers(server::Exchange& ex,
+                                          std::span<const http::Header> trailers) {
+  // Kept for the chunked request's end; a request sent with Content-Length has no place
+  // for them.
+  for (const auto& t : trailers)
+    if (!is_hop_by_hop(t.name) && t.name != "content-length")
+      request_trailers_.push_back({ex.arena().copy(t.name), ex.arena().copy(t.value)});
+}
+
+void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_view value) {
+  // The upstream connection's arena is reset when it is handed to the next request, which
+  // can happen before on_upstream_end: keep copies in the client exchange's arena.
+  if (!is_hop_by_hop(name) && name != "content-length")
+    response_trailers_.push_back({ex_.arena().copy(name), ex_.arena().copy(value)});
+}
+
 void ProxiedExchange::on_upstream_end() {
   up_ = nullptr;
-  ex_.end_response(); // may close the exchange and delete this
+  // Both may close the exchange and delete this.
+  if (response_trailers_.empty())
+    ex_.end_response();
+  else
+    ex_.end_response_with_trailers(response_trailers_);
 }
 
 void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {

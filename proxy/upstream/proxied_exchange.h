@@ -8,6 +8,8 @@
 #include "upstream/request_writer.h"
 #include "upstream/upstream_client.h"
 
+#include <vector>
+
 namespace portico::upstream {
 
 class Cluster;
@@ -31,6 +33,8 @@ private:
   void on_upstream_ready(Http1Upstream& up) override;
   void on_upstream_head(const http::UpstreamResponseHead& head) override;
   void on_upstream_body(std::string_view data) override;
+  void on_upstream_trailer(std::string_view name, std::string_view value) override;
+  void on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) override;
   void on_upstream_end() override;
   void on_upstream_error(UpstreamError e, bool retryable) override;
   void on_upstream_writable() override;
@@ -48,6 +52,8 @@ private:
   Http1Upstream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;
   core::ByteQueue replay_; // request body so far, while it may still be resent
+  std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
+  std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
   bool replayable_ = true;
   bool request_ended_ = false;
   bool response_started_ = false;

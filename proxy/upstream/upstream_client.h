@@ -31,6 +31,9 @@ public:
   virtual void on_upstream_ready(Http1Upstream& up) = 0;
   virtual void on_upstream_head(const http::UpstreamResponseHead& head) = 0;
   virtual void on_upstream_body(std::string_view data) = 0;
+  // A trailer field of a chunked response, before on_upstream_end. The views are valid only
+  // during the call.
+  virtual void on_upstream_trailer(std::string_view name, std::string_view value) {}
   // The response is complete; the connection is no longer this request's.
   virtual void on_upstream_end() = 0;
   // The connection failed; it is no longer this request's. retryable: it was a reused
