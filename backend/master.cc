@@ -10,6 +10,9 @@
 #include <cstring>
 #include <ctime>
 #include <poll.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -65,20 +68,29 @@ bool Master::spawn() {
     return false;
   }
   if (pid == 0) {
-    // Child: signals back to their defaults, unblocked; die with the master.
+    // Child: signals back to their defaults, unblocked; die with the master. TERM and QUIT
+    // stay blocked until the worker's loop watches them (the worker unblocks them then): one
+    // sent meanwhile (a HUP right after this spawn) stops the worker gracefully instead of
+    // killing it.
     ::close(sigfd_);
     for (int s : kSignals)
       ::signal(s, SIG_DFL);
     sigset_t set = master_sigset();
+    sigdelset(&set, SIGTERM);
+    sigdelset(&set, SIGQUIT);
     ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1)
       _exit(0);
     int code = run_worker(opts_, sockets_, shm_.get());
     std::fflush(nullptr);
+#ifdef __SANITIZE_ADDRESS__
+    __lsan_do_leak_check(); // _exit skips LeakSanitizer's atexit check: a worker runs it here
+#endif
     _exit(code);
   }
   workers_[pid] = {generation_, now_seconds()};
+  log("worker %d started (generation %u)", int(pid), generation_);
   return true;
 }
 
@@ -135,6 +147,8 @@ void Master::handle_signal(int sig) {
     reap();
     break;
   case SIGHUP:
+    if (stopping_)
+      break; // no new generation while stopping
     // New workers first, so that the sockets never go unserved; then the old ones finish.
     log("graceful restart");
     ++generation_;
@@ -161,11 +175,15 @@ void Master::handle_signal(int sig) {
     stop_deadline_ = now_seconds();
     break;
   case SIGTTIN:
+    if (stopping_)
+      break;
     ++target_;
     log("workers: %d", target_);
     spawn();
     break;
   case SIGTTOU:
+    if (stopping_)
+      break;
     if (target_ > 1) {
       --target_;
       log("workers: %d", target_);
@@ -176,6 +194,8 @@ void Master::handle_signal(int sig) {
           ::kill(it->first, SIGTERM);
           break;
         }
+    } else {
+      log("workers: %d (the minimum)", target_);
     }
     break;
   }

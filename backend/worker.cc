@@ -32,6 +32,12 @@ public:
     ev_signal_init(&quit_, signal_cb, SIGQUIT);
     quit_.data = this;
     ev_signal_start(loop_, &quit_);
+    // The master forks with these blocked; one that came before the watchers arrives now.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGQUIT);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
     ev_init(&grace_, grace_cb);
     grace_.data = this;
   }
@@ -55,8 +61,9 @@ public:
     stopping_ = true;
     for (auto& a : acceptors_)
       a->stop();
-    ev_signal_stop(loop_, &term_);
-    ev_signal_stop(loop_, &quit_);
+    // The signal watchers stay: stopping the last one for a signal restores its default
+    // action, and a second TERM (a HUP soon after a HUP, a stop during a restart) would then
+    // kill this worker with its exchanges in flight. A repeated signal is a no-op here.
     grace_.repeat = opts_.graceful_timeout;
     ev_timer_again(loop_, &grace_);
     ev_unref(loop_); // the grace timer alone must not keep the loop alive
@@ -67,6 +74,8 @@ public:
     if (stopping_)
       ev_ref(loop_);
     ev_timer_stop(loop_, &grace_);
+    ev_signal_stop(loop_, &term_);
+    ev_signal_stop(loop_, &quit_);
   }
 
 private:

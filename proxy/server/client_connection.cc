@@ -4,8 +4,10 @@
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -28,16 +30,31 @@ void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
   static_cast<ClientConnection*>(w->data)->on_timer();
 }
 
-ClientConnection::ClientConnection(ServerContext& ctx, int fd) : ctx_(ctx), fd_(fd) {
+ClientConnection::ClientConnection(ServerContext& ctx, int fd)
+    : ctx_(ctx), fd_(fd), idle_timeout_(ctx.limits().keepalive_timeout) {
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
+  sockaddr_storage ss;
+  socklen_t sslen = sizeof ss;
+  const char* text = "unix";
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &sslen) == 0) {
+    if (ss.ss_family == AF_INET)
+      text = ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, peer_,
+                         sizeof peer_);
+    else if (ss.ss_family == AF_INET6)
+      text = ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, peer_,
+                         sizeof peer_);
+  }
+  if (text != peer_)
+    std::strncpy(peer_, text ? text : "unknown", sizeof peer_ - 1);
+  peer_len_ = static_cast<uint8_t>(std::strlen(peer_));
   ev_io_init(&rev_, read_cb, fd_, EV_READ);
   rev_.data = this;
   ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
   wev_.data = this;
   ev_init(&timer_, timer_cb);
   timer_.data = this;
-  timer_.repeat = ctx_.limits().header_timeout;
+  timer_.repeat = check_interval();
   ev_timer_again(loop(), &timer_);
   last_activity_ = ev_now(loop());
   in_ = core::BlockPool::local().get();
@@ -53,6 +70,10 @@ ClientConnection::~ClientConnection() {
 }
 
 struct ev_loop* ClientConnection::loop() const { return ctx_.loop(); }
+
+ev_tstamp ClientConnection::check_interval() const {
+  return std::min(idle_timeout_, ctx_.limits().header_timeout);
+}
 
 void ClientConnection::want_flush() {
   if (close_state_ != CloseState::CLOSED)
@@ -105,10 +126,19 @@ void ClientConnection::drain() {
   if (close_state_ != CloseState::OPEN)
     return;
   if (!session_) {
-    close_after_flush(false);
+    // Accepted, and its first request not read yet: it is served when it comes.
+    expire_idle_within(ctx_.limits().drain_idle_grace);
     return;
   }
   session_->drain();
+}
+
+void ClientConnection::expire_idle_within(ev_tstamp t) {
+  if (t >= idle_timeout_ || close_state_ != CloseState::OPEN)
+    return;
+  idle_timeout_ = t;
+  timer_.repeat = std::max(0.001, last_activity_ + t - ev_now(loop()));
+  ev_timer_again(loop(), &timer_);
 }
 
 void ClientConnection::upgrade_to_h2(const UpgradeToH2& up) {
@@ -174,6 +204,8 @@ bool ClientConnection::detect_protocol() {
   } else {
     session_ = std::make_unique<Http1ServerSession>(*this);
   }
+  if (ctx_.draining())
+    session_->drain();
   return true;
 }
 
@@ -253,15 +285,14 @@ void ClientConnection::on_timer() {
     return;
   }
   bool idle = !session_ || session_->idle();
-  ev_tstamp timeout = idle ? ctx_.limits().keepalive_timeout : ctx_.limits().header_timeout;
+  ev_tstamp timeout = idle ? idle_timeout_ : ctx_.limits().header_timeout;
   ev_tstamp left = last_activity_ + timeout - ev_now(loop());
-  if (left > 0.001) {
-    timer_.repeat = left;
-    ev_timer_again(loop(), &timer_);
-    return;
-  }
-  timer_.repeat = timeout;
+  // Wake again within the shorter of the two timeouts even when this state's is longer: the
+  // state changes (a request ends, the connection turns idle) without touching the timer.
+  timer_.repeat = std::min(left > 0.001 ? left : timeout, check_interval());
   ev_timer_again(loop(), &timer_);
+  if (left > 0.001)
+    return;
   if (session_)
     session_->on_timeout();
   else

@@ -24,6 +24,10 @@ public:
   ServerContext& context() const { return ctx_; }
   struct ev_loop* loop() const;
   core::ByteQueue& output() { return output_; }
+  // Input read and not yet consumed by the session (a pipelined request).
+  bool input_buffered() const { return in_->readable() > 0; }
+  // The peer's address as text, for X-Forwarded-For and logs ("unix" on a unix socket).
+  std::string_view peer_address() const { return {peer_, peer_len_}; }
 
   // Output was queued: flush at the end of this loop iteration.
   void want_flush();
@@ -41,6 +45,9 @@ public:
   // Switch to HTTP/2 after an HTTP/1 "Upgrade: h2c" (the 101 is already queued).
   void upgrade_to_h2(const UpgradeToH2& up);
   void drain();
+  // Closes the connection once idle for t (counted from its last activity), if that is sooner
+  // than the keep-alive timeout.
+  void expire_idle_within(ev_tstamp t);
   // Marks activity for the idle timer (a response completed).
   void touch() { last_activity_ = ev_now(loop()); }
 
@@ -62,6 +69,7 @@ private:
   void on_readable();
   void on_writable();
   void on_timer();
+  ev_tstamp check_interval() const;
   void process_input();
   bool detect_protocol();
   void flush();
@@ -70,10 +78,13 @@ private:
 
   ServerContext& ctx_;
   int fd_;
+  char peer_[46] = {}; // INET6_ADDRSTRLEN
+  uint8_t peer_len_ = 0;
   ev_io rev_;
   ev_io wev_;
   ev_timer timer_;
   ev_tstamp last_activity_ = 0;
+  ev_tstamp idle_timeout_;
   core::Block* in_ = nullptr;
   core::ByteQueue output_;
   std::unique_ptr<ServerSession> session_;

@@ -100,22 +100,31 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
     }
   }
   in_input_ = false;
+  // After the client's EOF, input that no exchange is left to take is a truncated request.
+  if (peer_eof_ && !active_ && used == len && !conn_.closing())
+    conn_.close_after_flush(false);
   return used;
 }
 
 void Http1ServerSession::on_request_head(http::RequestHead& head) {
   active_ = true;
   ex_.reset(conn_.loop());
+  ex_.client_address_ = conn_.peer_address();
   auto& ctx = conn_.context();
   ++ctx.stats().requests;
   if (try_upgrade_h2c(head))
     return;
+  continue_pending_ =
+      head.expect_continue && head.version == http::Version::HTTP_1_1 && head.has_body();
   ctx.handler().on_request(ex_);
-  if (head.expect_continue && !ex_.head_sent() && head.version == http::Version::HTTP_1_1 &&
-      head.has_body()) {
-    conn_.output().append("HTTP/1.1 100 Continue\r\n\r\n");
-    conn_.want_flush();
-  }
+  if (continue_pending_ && !ex_.head_sent())
+    send_continue();
+}
+
+void Http1ServerSession::send_continue() {
+  continue_pending_ = false;
+  conn_.output().append("HTTP/1.1 100 Continue\r\n\r\n");
+  conn_.want_flush();
 }
 
 void Http1ServerSession::on_request_body(std::string_view data) {
@@ -145,13 +154,17 @@ void Http1ServerSession::finish_exchange() {
     l->on_exchange_close(ex_);
   }
   conn_.touch();
-  if (!keep_alive_) {
-    // Input may be left unread (a body we did not wait for): linger so the client reads the
-    // response before the reset.
+  if (!keep_alive_ || draining_ || conn_.context().draining()) {
+    // Input may be left unread (a body we did not wait for, a pipelined request a drain will
+    // not serve): linger so the client reads the response before the reset.
     conn_.close_after_flush(true);
     return;
   }
-  if (!in_input_)
+  if (in_input_)
+    return; // on_input goes on with the next pipelined request
+  if (peer_eof_ && !conn_.input_buffered())
+    conn_.close_after_flush(false); // the client sent its last request
+  else
     conn_.want_input(); // a pipelined request may be waiting in the buffer
 }
 
@@ -163,12 +176,22 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
   ex_.no_body_ = req.is_head() || http::status_has_no_body(head.status);
   bool length_known = head.content_length >= 0 || ex_.no_body_;
   ex_.chunked_ = !length_known && !http10;
-  keep_alive_ = req.keep_alive && !draining_ && !ctx.draining() && !peer_eof_ &&
-                (length_known || ex_.chunked_);
+  // A client that shut its write side may still have pipelined requests here: its EOF closes
+  // the connection after the last of them (finish_exchange), not after this one.
+  keep_alive_ = req.keep_alive && !draining_ && !ctx.draining() && (length_known || ex_.chunked_);
   // A response sent before the request body was read leaves bytes we would have to drop;
   // past that, closing is cheaper than draining an unknown amount.
   if (!ex_.request_ended_ && (req.chunked || req.content_length > (1 << 20)))
     keep_alive_ = false;
+  // A client waiting for "100 Continue" sends its body only after one. A success sent before
+  // the body means the handler streams it (echo): invite the body first. Anything else
+  // refuses it, and the connection cannot carry on with a body that may or may not follow.
+  if (continue_pending_) {
+    if (head.status < 300)
+      send_continue();
+    else
+      keep_alive_ = false;
+  }
 
   out.append(http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
   append_decimal(out, static_cast<uint64_t>(head.status));
@@ -201,16 +224,22 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
 }
 
 void Http1ServerSession::send_error(int status) {
-  if (active_ && ex_.head_sent()) {
+  if (active_ && ex_.head_sent() && !ex_.response_ended_) {
     conn_.close_now(); // mid-response: only a close tells the client
     return;
   }
+  // The handler answered in full before the bad part of the body: that answer stands.
+  bool answered = active_ && ex_.response_ended_;
   if (active_ && ex_.listener_) {
     auto* l = ex_.listener_;
     ex_.listener_ = nullptr;
     l->on_exchange_close(ex_);
   }
   active_ = false;
+  if (answered) {
+    conn_.close_after_flush(true);
+    return;
+  }
   auto& out = conn_.output();
   std::string_view reason = http::reason_phrase(status);
   out.append("HTTP/1.1 ");
@@ -261,8 +290,18 @@ bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
 
 void Http1ServerSession::on_eof() {
   peer_eof_ = true;
-  if (!active_)
-    conn_.close_now(); // between requests, or a truncated head: nothing to answer
+  if (!active_) {
+    // Between requests, or a truncated head: nothing more to answer.
+    conn_.close_after_flush(false);
+  } else if (!ex_.request_ended_) {
+    // The request body can never complete now, so neither can the exchange: a complete
+    // response still goes out, anything else is aborted.
+    if (ex_.response_ended_)
+      conn_.close_after_flush(false);
+    else
+      conn_.close_now();
+  }
+  // Otherwise the response in progress finishes first (a half-closed client still reads).
 }
 
 void Http1ServerSession::on_timeout() {
@@ -276,8 +315,10 @@ void Http1ServerSession::on_timeout() {
 
 void Http1ServerSession::drain() {
   draining_ = true;
+  // Busy: the response in progress says "Connection: close". Idle: a request may be on its
+  // way; it gets the same answer if it comes soon, and the connection closes if not.
   if (!active_ && parser_.idle())
-    conn_.close_after_flush(false);
+    conn_.expire_idle_within(conn_.context().limits().drain_idle_grace);
 }
 
 void Http1ServerSession::on_close() {

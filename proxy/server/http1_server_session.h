@@ -51,6 +51,7 @@ private:
 
   bool try_upgrade_h2c(const http::RequestHead& head);
   void send_error(int status);
+  void send_continue();
   void finish_exchange();
   void write_head(const http::ResponseHead& head);
 
@@ -64,6 +65,7 @@ private:
   bool peer_eof_ = false;
   bool upgraded_ = false;
   bool writable_wanted_ = false;
+  bool continue_pending_ = false; // Expect: 100-continue, and no interim response sent yet
 };
 
 } // namespace portico::server

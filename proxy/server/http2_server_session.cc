@@ -199,6 +199,19 @@ void Http2ServerSession::drain() {
   if (draining_)
     return;
   draining_ = true;
+  // Two GOAWAYs (RFC 9113 6.8): first a notice that takes no stream away, then, once a PING
+  // has made the round trip, the last stream id. A request the client sent meanwhile is
+  // served instead of silently refused.
+  nghttp2_submit_shutdown_notice(session_);
+  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+  conn_.expire_idle_within(conn_.context().limits().drain_idle_grace);
+  want_write();
+}
+
+void Http2ServerSession::send_final_goaway() {
+  if (final_goaway_sent_)
+    return;
+  final_goaway_sent_ = true;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                         nullptr, 0);
@@ -268,6 +281,7 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
   auto& r = st.request_;
   st.dispatched_ = true;
   st.loop_ = conn_.loop();
+  st.client_address_ = conn_.peer_address();
   r.version = http::Version::HTTP_2;
   if (r.scheme.empty())
     r.scheme = "http";
@@ -341,13 +355,23 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
 
 int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
   auto* me = self(ud);
+  if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK) && me->draining_)
+    me->send_final_goaway();
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
     return 0;
   Http2Stream* st = stream_of(s, f->hd.stream_id);
   if (!st)
     return 0;
-  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    // The handler may ask whether a body follows: a HEADERS with END_STREAM has none.
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+      st->request_ended_ = true;
+    // A body without content-length runs to END_STREAM: its length is unknown, which is what
+    // "chunked" tells a handler (and an HTTP/1 upstream) on this side.
+    else if (st->request_.content_length < 0)
+      st->request_.chunked = true;
     me->dispatch(*st);
+  }
   // The handler may have reset the stream; look it up again.
   if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && stream_of(s, f->hd.stream_id) == st &&
       st->session_ == me)

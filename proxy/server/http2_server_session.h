@@ -62,6 +62,7 @@ private:
   void link(Http2Stream* st);
   void unlink(Http2Stream* st);
   void fail();
+  void send_final_goaway();
 
   ClientConnection& conn_;
   nghttp2_session* session_ = nullptr;
@@ -70,6 +71,7 @@ private:
   std::vector<Http2Stream*> writable_; // streams to tell they may produce again
   size_t open_streams_ = 0;
   bool draining_ = false;
+  bool final_goaway_sent_ = false; // the GOAWAY with the real last stream id
   bool failed_ = false;
 };
 

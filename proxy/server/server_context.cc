@@ -12,6 +12,7 @@ ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
   ev_prepare_init(&prepare_, prepare_cb);
   prepare_.data = this;
   ev_prepare_start(loop_, &prepare_);
+  ev_idle_init(&idle_, idle_cb);
   // The prepare watcher alone must not keep the loop alive.
   ev_unref(loop_);
 }
@@ -19,6 +20,7 @@ ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
 ServerContext::~ServerContext() {
   close_all();
   run_deferred();
+  ev_idle_stop(loop_, &idle_);
   ev_ref(loop_);
   ev_prepare_stop(loop_, &prepare_);
 }
@@ -64,6 +66,12 @@ void ServerContext::run_deferred() {
     }
     dirty_scratch_.clear();
   }
+  // Work queued in the last round (a producer woken by a drained socket that then wrote
+  // everything) has no watcher to bring the loop back: keep it from sleeping until done.
+  if (dirty_.empty())
+    ev_idle_stop(loop_, &idle_);
+  else
+    ev_idle_start(loop_, &idle_);
   check_drained();
 }
 

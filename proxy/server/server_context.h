@@ -21,6 +21,10 @@ struct ServerLimits {
   ev_tstamp keepalive_timeout = 5;  // idle connection between requests
   ev_tstamp header_timeout = 30;    // a request head that does not finish arriving
   ev_tstamp linger_timeout = 2;     // reading and dropping input after a close
+  // In a graceful stop an idle HTTP/1 connection stays open this long after its last activity:
+  // a client about to reuse it gets an answer with "Connection: close" instead of a socket
+  // closed under its request (the keep-alive race, moved out of every restart).
+  ev_tstamp drain_idle_grace = 1;
   uint32_t h2_max_concurrent_streams = 256;
   std::string server_name = "portico"; // the Server header
 };
@@ -48,8 +52,10 @@ public:
   void remove(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }
 
-  // Graceful stop: idle connections close now, busy ones after their current exchanges, with
-  // "Connection: close" on HTTP/1 and GOAWAY on HTTP/2. on_drained runs once none is left.
+  // Graceful stop: busy connections close after their current exchanges, with "Connection:
+  // close" on HTTP/1 and GOAWAY on HTTP/2 (a notice first, the last stream id a round trip
+  // later); idle ones after limits().drain_idle_grace without a request, so that one already
+  // on its way is answered. on_drained runs once none is left.
   void begin_drain(std::function<void()> on_drained);
   bool draining() const { return draining_; }
   // Closes every connection at once.
@@ -57,6 +63,7 @@ public:
 
 private:
   static void prepare_cb(struct ev_loop* loop, ev_prepare* w, int revents);
+  static void idle_cb(struct ev_loop* loop, ev_idle* w, int revents) {}
   void run_deferred();
   void check_drained();
 
@@ -65,6 +72,7 @@ private:
   ServerLimits limits_;
   ServerStats stats_;
   ev_prepare prepare_;
+  ev_idle idle_; // active while deferred work is left over: the loop must not block on it
   std::vector<ClientConnection*> connections_; // index kept in each connection
   std::vector<ClientConnection*> dirty_;
   std::vector<ClientConnection*> dirty_scratch_;

@@ -4,12 +4,14 @@ Every server a test starts listens on a loopback port picked here (or a unix soc
 temporary directory), is waited for by connecting to it (never by sleeping), and is stopped by
 its PID when the test ends.
 """
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -74,6 +76,234 @@ def rss_kib(pid):
     return 0
 
 
+def pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Http1Response:
+    def __init__(self, status, reason, version, headers, body):
+        self.status, self.reason, self.version = status, reason, version
+        self.headers = headers  # list of (lower-case name, value)
+        self.body = body
+
+    def header(self, name, default=None):
+        for n, v in self.headers:
+            if n == name:
+                return v
+        return default
+
+    def __repr__(self):
+        return f"<{self.version} {self.status} {self.headers} {self.body[:80]!r}>"
+
+
+def read_http1_response(f, head_request=False):
+    """Reads one HTTP/1.x response from a binary file object (socket.makefile("rb")), body
+    framed by content-length, chunked or EOF. Returns None at a clean EOF before any byte."""
+    line = f.readline()
+    if not line:
+        return None
+    if not line.endswith(b"\r\n"):
+        raise AssertionError(f"bad status line {line!r}")
+    version, status, reason = (line[:-2].decode("latin1").split(" ", 2) + [""])[:3]
+    headers = []
+    while True:
+        line = f.readline()
+        if not line.endswith(b"\r\n"):
+            raise AssertionError(f"truncated header section at {line!r}")
+        if line == b"\r\n":
+            break
+        name, _, value = line[:-2].decode("latin1").partition(":")
+        headers.append((name.strip().lower(), value.strip()))
+    resp = Http1Response(int(status), reason, version, headers, b"")
+    code = resp.status
+    if head_request or 100 <= code < 200 or code in (204, 304):
+        return resp
+    if "chunked" in resp.header("transfer-encoding", ""):
+        body = bytearray()
+        while True:
+            size = int(f.readline().split(b";")[0], 16)
+            if size == 0:
+                while f.readline() not in (b"\r\n", b""):
+                    pass  # trailers
+                break
+            body += f.read(size)
+            if f.read(2) != b"\r\n":
+                raise AssertionError("bad chunk framing")
+        resp.body = bytes(body)
+    elif resp.header("content-length") is not None:
+        n = int(resp.header("content-length"))
+        resp.body = f.read(n)
+        if len(resp.body) != n:
+            raise AssertionError(f"body truncated at {len(resp.body)} of {n} bytes")
+    else:
+        resp.body = f.read()
+    return resp
+
+
+@contextlib.contextmanager
+def connection(port, timeout=5.0, host="127.0.0.1"):
+    """A client socket and a buffered reader on it, both closed on exit (a socket with a live
+    makefile() reader stays open after its own close())."""
+    s = socket.create_connection((host, port), timeout=timeout)
+    f = s.makefile("rb")
+    try:
+        yield s, f
+    finally:
+        f.close()
+        s.close()
+
+
+def exchange_raw(port, data, timeout=5.0, responses=1, host="127.0.0.1", wait_close=True):
+    """Sends data on a fresh connection and reads up to `responses` responses. Returns
+    (responses, closed): closed is True when the server closed the connection afterwards
+    (None without wait_close, for a connection the server keeps open)."""
+    with connection(port, timeout, host) as (s, f):
+        s.sendall(data)
+        out = []
+        for _ in range(responses):
+            r = read_http1_response(f)
+            if r is None:
+                break
+            out.append(r)
+        if not wait_close:
+            return out, None
+        try:
+            closed = f.read(1) == b""
+        except ConnectionResetError:
+            closed = True  # closed abortively, but closed
+        except socket.timeout:
+            closed = False
+        return out, closed
+
+
+class Process:
+    """Any helper server (memcached, start_server) run for a test, stopped by its PID."""
+
+    def __init__(self, cmd, log_path, env=None):
+        self.log_path = log_path
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def read_log(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, sig)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+        return self.proc.returncode
+
+
+class Hammer:
+    """Client threads sending requests in a loop until stopped, counting outcomes: for proving
+    that a restart loses nothing. Half the threads keep their connection alive, half open a
+    fresh one per request.
+
+    A server may close an idle keep-alive connection at any moment (RFC 9112 9.3.1), so a
+    request on a *reused* connection that fails before any response byte is retried once on a
+    fresh connection, as curl, browsers and the proxy do (RFC 9110 9.2.2); such retries are
+    counted in `retried`. Every other error, and any failure on a fresh connection, is a
+    failure."""
+
+    def __init__(self, port, threads=4, path="/hello", expect=b"hello world\n"):
+        self.port, self.path, self.expect = port, path, expect
+        self.ok = 0
+        self.retried = 0
+        self.failures = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                         for i in range(threads)]
+
+    def __enter__(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def _one(self, conn, keep_alive):
+        """One request; returns whether the connection may be reused."""
+        conn.request("GET", self.path, headers={} if keep_alive else {"Connection": "close"})
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200 or body != self.expect:
+            raise AssertionError(f"got {resp.status} {body!r}")
+        with self._lock:
+            self.ok += 1
+        return keep_alive and not resp.will_close
+
+    def _run(self, index):
+        import http.client
+        keep_alive = index % 2 == 0
+        conn, reused = None, False
+        while not self._stop.is_set():
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                    reused = False
+                try:
+                    alive = self._one(conn, keep_alive)
+                except (http.client.RemoteDisconnected, ConnectionResetError,
+                        BrokenPipeError):
+                    # RemoteDisconnected means no status line arrived; a reset may have come
+                    # mid-response, but /hello is idempotent either way.
+                    if not reused:
+                        raise
+                    with self._lock:
+                        self.retried += 1
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                    reused = False
+                    alive = self._one(conn, keep_alive)
+                if alive:
+                    reused = True
+                else:
+                    conn.close()
+                    conn = None
+            except Exception as e:  # noqa: BLE001 - every failure is counted and reported
+                with self._lock:
+                    self.failures.append(f"{'reused' if reused else 'fresh'}: {e!r}")
+                if conn is not None:
+                    conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    def count(self):
+        with self._lock:
+            return self.ok
+
+
 class Backend:
     """A portico-backend master on a fresh loopback port (and unix socket, if asked)."""
 
@@ -89,8 +319,13 @@ class Backend:
             cmd += ["--listen", extra]
         cmd += list(args)
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                         env=env, start_new_session=True)
+        except BaseException:  # no binary (not built): leave no temporary directory behind
+            self.log.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         self.workers = workers
         try:
             wait_until(lambda: self.proc.poll() is not None or port_open("127.0.0.1", self.port),
@@ -116,6 +351,8 @@ class Backend:
         return process_children(self.proc.pid)
 
     def read_log(self):
+        if self.log.closed:
+            return self.final_log  # stopped: the temporary directory is gone
         self.log.flush()
         with open(self.log_path) as f:
             return f.read()
@@ -123,8 +360,25 @@ class Backend:
     def signal(self, sig):
         os.kill(self.proc.pid, sig)
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
+    def wait_log(self, text, count=1, timeout=10):
+        """Waits until text appears in the log at least count times."""
+        return wait_until(lambda: self.read_log().count(text) >= count, timeout=timeout,
+                          what=f"{text!r} x{count} in the backend log")
+
+    def rss_kib(self):
+        """RSS of the master and all its workers together."""
+        total = 0
+        for pid in [self.pid] + self.worker_pids():
+            try:
+                total += rss_kib(pid)
+            except FileNotFoundError:
+                pass
+        return total
+
+    # sig defaults to None, not signal.SIGTERM: in the class body "signal" is the method above.
+    def stop(self, sig=None, timeout=30):
         """Stops the master (and so its workers); returns its exit code."""
+        sig = signal.SIGTERM if sig is None else sig
         if self.proc.poll() is None:
             try:
                 os.kill(self.proc.pid, sig)
@@ -137,7 +391,9 @@ class Backend:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.log.close()
+        if not self.log.closed:
+            self.final_log = self.read_log()
+            self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
         return self.proc.returncode
 
