@@ -1,8 +1,18 @@
 #pragma once
-// HTTP/1.x response parsing on llhttp for the upstream side. Interim 1xx responses are
-// reported and skipped; a response to HEAD, or a 204/304, has no body whatever its headers say.
+// HTTP/1.x response parsing on llhttp for the upstream side, strict: a pooled keep-alive
+// connection is shared by the requests of many clients, so a response that two readers could
+// frame differently (bare LF or CR line ends, obs-fold, junk after chunk data, an ambiguous
+// Content-Length or Transfer-Encoding) lets a backend, or whoever controls a response's bytes,
+// desynchronise the connection and answer another client's request. Http1StrictScanner checks
+// the line syntax before llhttp reads it, and the framing fields are checked once the head is
+// complete; any doubt fails the response, which the upstream answers with 502, closing the
+// connection.
+//
+// Interim 1xx responses are checked and skipped (never a body); a response to HEAD, or a
+// 204/304, has no body whatever its headers say (RFC 9112 6.3 rule 1).
 #include "http/arena.h"
 #include "http/header.h"
+#include "http/http1_strict_scanner.h"
 
 #include <cstdint>
 #include <llhttp.h>
@@ -16,7 +26,7 @@ struct UpstreamResponseHead {
   std::vector<Header> headers; // names lower case
   int64_t content_length = -1;
   bool chunked = false;
-  bool keep_alive = true;      // the upstream connection may be reused after this response
+  bool keep_alive = true;       // the upstream connection may be reused after this response
   double keepalive_timeout = 0; // from "Keep-Alive: timeout=N", 0 when absent
 
   void clear() {
@@ -32,6 +42,8 @@ struct UpstreamResponseHead {
 
 class Http1ResponseParser {
 public:
+  // Receives the final response; interim ones are not reported. Views passed in are valid only
+  // during the call; the head (fields in the arena) until the next start().
   class Sink {
   public:
     virtual ~Sink() = default;
@@ -41,6 +53,8 @@ public:
     virtual void on_response_end() = 0;
   };
 
+  // max_header_bytes bounds the final head (status line, fields, empty line), the trailer
+  // section, and, separately, all interim heads of one response together.
   Http1ResponseParser(Sink& sink, UpstreamResponseHead& head, Arena& arena,
                       size_t max_header_bytes);
   Http1ResponseParser(const Http1ResponseParser&) = delete;
@@ -48,7 +62,8 @@ public:
 
   // Before each request: whether its response can carry a body (not for HEAD).
   void start(bool head_request);
-  // Returns bytes consumed; stops after a complete response (done() turns true).
+  // Returns bytes consumed: all of them, or fewer when the response ends in this buffer
+  // (done() turns true; the rest belongs to no request) or on an error (failed()).
   size_t feed(const char* data, size_t len);
   // The upstream closed: completes a close-delimited body. False if the response was cut.
   bool finish();
@@ -59,6 +74,7 @@ public:
 
 private:
   static int on_message_begin(llhttp_t* p);
+  static int on_status_complete(llhttp_t* p);
   static int on_header_field(llhttp_t* p, const char* at, size_t len);
   static int on_header_value(llhttp_t* p, const char* at, size_t len);
   static int on_header_value_complete(llhttp_t* p);
@@ -66,17 +82,27 @@ private:
   static int on_body(llhttp_t* p, const char* at, size_t len);
   static int on_message_complete(llhttp_t* p);
   static const llhttp_settings_t* settings();
+
+  int fail(const char* reason);
   int finish_field();
+  int end_interim_head();
+  int check_framing(bool no_body);
+  // Scans what is left of the current buffer after a section began inside it.
+  int scan_rest();
 
   llhttp_t parser_;
+  Http1StrictScanner scanner_{Http1StrictScanner::Kind::RESPONSE};
   Sink& sink_;
   UpstreamResponseHead& head_;
   Arena& arena_;
   size_t max_header_bytes_;
-  size_t header_bytes_ = 0;
+  size_t interim_bytes_ = 0; // heads of this response's 1xx so far
+  // The current buffer, and the first byte of it the scanner has not seen.
+  const char* scan_pos_ = nullptr;
+  const char* buf_end_ = nullptr;
   std::string_view field_, value_;
   bool head_request_ = false;
-  bool interim_ = false;   // parsing a 1xx
+  bool interim_ = false; // parsing a 1xx
   bool in_trailers_ = false;
   bool done_ = false;
   bool started_ = false;

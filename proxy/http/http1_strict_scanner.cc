@@ -101,7 +101,12 @@ int hex_value(unsigned char c) {
 } // namespace
 
 void Http1StrictScanner::start_head(size_t max_bytes) {
-  state_ = State::LEADING;
+  if (kind_ == Kind::REQUEST) {
+    state_ = State::LEADING;
+  } else {
+    state_ = State::VERSION;
+    version_pos_ = 0;
+  }
   counting_ = true;
   trailers_ = false;
   max_ = max_bytes;
@@ -199,45 +204,101 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
       version_pos_ = 0;
       break;
     case State::VERSION: {
-      unsigned char c = *p++;
-      uint8_t i = version_pos_++;
-      bool ok;
-      if (i < kHttpSlash.size())
-        ok = c == static_cast<unsigned char>(kHttpSlash[i]);
-      else if (i == 5 || i == 7)
-        ok = c >= '0' && c <= '9';
-      else if (i == 6)
-        ok = c == '.';
-      else
-        ok = c == '\r';
-      if (!ok)
-        return fail(ParseError::BAD_REQUEST, "bad HTTP version");
-      if (i == 5) {
-        major_ = static_cast<char>(c);
-      } else if (i == 7) {
-        // Decided here, not at the CR: llhttp refuses versions it does not know at this byte.
-        if (major_ != '1' || (c != '0' && c != '1'))
-          return fail(ParseError::BAD_VERSION, "unsupported HTTP version");
-      } else if (i == 8) {
+      // The whole version at once when the buffer holds it, as it nearly always does; byte by
+      // byte otherwise, each byte decided as it comes.
+      const unsigned char term = kind_ == Kind::REQUEST ? '\r' : ' ';
+      if (version_pos_ == 0 && end - p >= 9 && std::memcmp(p, "HTTP/1.", 7) == 0 &&
+          (p[7] == '0' || p[7] == '1') && p[8] == term) {
+        p += 9;
+      } else {
+        unsigned char c = *p++;
+        uint8_t i = version_pos_++;
+        bool ok;
+        if (i < kHttpSlash.size())
+          ok = c == static_cast<unsigned char>(kHttpSlash[i]);
+        else if (i == 5 || i == 7)
+          ok = c >= '0' && c <= '9';
+        else if (i == 6)
+          ok = c == '.';
+        else
+          ok = c == term;
+        if (!ok)
+          return fail(ParseError::BAD_REQUEST, kind_ == Kind::RESPONSE && (i == 0 || i == 8)
+                                                   ? "bad status line"
+                                                   : "bad HTTP version");
+        if (i == 5) {
+          major_ = static_cast<char>(c);
+        } else if (i == 7) {
+          // Decided here, not at the CR: llhttp refuses versions it does not know at this byte.
+          if (major_ != '1' || (c != '0' && c != '1'))
+            return fail(ParseError::BAD_VERSION, "unsupported HTTP version");
+        }
+        if (i < 8)
+          break;
+      }
+      // A request line ends here; a status line goes on to the status code.
+      if (kind_ == Kind::REQUEST) {
         state_ = State::LINE_LF;
         request_line_bytes_ = bytes_ + static_cast<size_t>(p - counted_from);
+        break;
       }
-      break;
+      state_ = State::STATUS_CODE;
+      version_pos_ = 0;
+      [[fallthrough]];
     }
+    case State::STATUS_CODE:
+      // Exactly three digits: llhttp reads any number of them, and a code under 100 (which
+      // llhttp takes) has no meaning a client could agree on.
+      for (; p < end && version_pos_ < 3; ++p, ++version_pos_)
+        if (*p < '0' || *p > '9' || (version_pos_ == 0 && *p == '0'))
+          return fail(ParseError::BAD_REQUEST, "bad status code");
+      if (version_pos_ < 3)
+        break;
+      state_ = State::STATUS_END;
+      [[fallthrough]];
+    case State::STATUS_END:
+      if (p == end)
+        break;
+      if (*p == '\r') { // no reason phrase, and no SP before it
+        ++p;
+        state_ = State::LINE_LF;
+        break;
+      }
+      if (*p != ' ')
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in response head" : "bad status code");
+      ++p;
+      state_ = State::REASON;
+      [[fallthrough]];
+    case State::REASON:
+      // reason-phrase = *( HTAB / SP / VCHAR / obs-text ): the bytes of a field value.
+      p = skip_value(p, end);
+      if (p == end)
+        break;
+      if (*p != '\r')
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? "bare LF in response head" : "control character in reason phrase");
+      ++p;
+      take_lf(p, end);
+      break;
 
+    // A field line runs on from state to state without another turn of the loop: with the LF
+    // taken in FIELD_VALUE, one turn per line is what keeps the scan of a head cheap.
     case State::FIELD_START:
       if (*p == '\r') {
         ++p;
         state_ = State::END_LF;
-      } else if (kToken[*p]) {
-        state_ = State::FIELD_NAME;
-      } else if (*p == ' ' || *p == '\t') {
-        return fail(ParseError::BAD_REQUEST, "obs-fold or whitespace before a field name");
-      } else {
-        return fail(ParseError::BAD_REQUEST,
-                    *p == '\n' ? "bare LF in request head" : "bad header field name");
+        break;
       }
-      break;
+      if (!kToken[*p]) {
+        if (*p == ' ' || *p == '\t')
+          return fail(ParseError::BAD_REQUEST, "obs-fold or whitespace before a field name");
+        return fail(ParseError::BAD_REQUEST,
+                    *p == '\n' ? head_reason("bare LF in request head", "bare LF in response head")
+                               : "bad header field name");
+      }
+      state_ = State::FIELD_NAME;
+      [[fallthrough]];
     case State::FIELD_NAME:
       while (p < end && kToken[*p])
         ++p;
@@ -249,16 +310,17 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
                                                  : "bad header field name");
       ++p;
       state_ = State::FIELD_VALUE;
-      break;
+      [[fallthrough]];
     case State::FIELD_VALUE:
       p = skip_value(p, end);
       if (p == end)
         break;
       if (*p != '\r')
         return fail(ParseError::BAD_REQUEST,
-                    *p == '\n' ? "bare LF in request head" : "control character in field value");
+                    *p == '\n' ? head_reason("bare LF in request head", "bare LF in response head")
+                               : "control character in field value");
       ++p;
-      state_ = State::LINE_LF;
+      take_lf(p, end);
       break;
 
     case State::CHUNK_START:
@@ -267,11 +329,12 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
       chunk_left_ = 0;
       ext_bytes_ = 0;
       state_ = State::CHUNK_SIZE;
-      break;
+      [[fallthrough]];
     case State::CHUNK_SIZE:
       for (int v; p < end && (v = hex_value(*p)) >= 0; ++p) {
         chunk_left_ = chunk_left_ * 16 + static_cast<uint64_t>(v);
-        if (chunk_left_ > kMaxChunkSize)
+        // ">=": below the bound, the next "* 16 + 15" cannot wrap round.
+        if (chunk_left_ >= kMaxChunkSize)
           return fail(ParseError::BAD_REQUEST, "chunk size overflow");
       }
       if (p == end)
@@ -280,6 +343,11 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
         state_ = State::CHUNK_EXT;
       } else if (*p == '\r') {
         state_ = State::CHUNK_SIZE_LF;
+        // As for field lines; the last chunk goes the long way, to start its trailers.
+        if (end - p >= 2 && p[1] == '\n' && chunk_left_ > 0) {
+          ++p;
+          state_ = State::CHUNK_DATA;
+        }
       } else {
         return fail(ParseError::BAD_REQUEST, "bad chunk size");
       }
@@ -306,8 +374,14 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
           static_cast<size_t>(std::min<uint64_t>(chunk_left_, static_cast<uint64_t>(end - p)));
       p += n;
       chunk_left_ -= n;
-      if (chunk_left_ == 0)
+      if (chunk_left_ > 0)
+        break;
+      if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
+        p += 2;
+        state_ = State::CHUNK_START;
+      } else {
         state_ = State::CHUNK_DATA_CR;
+      }
       break;
     }
     case State::CHUNK_DATA_CR:
@@ -324,6 +398,8 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
     if (bytes_ > max_) {
       if (trailers_)
         return fail(ParseError::HEADERS_TOO_LARGE, "trailer section too large");
+      if (kind_ == Kind::RESPONSE)
+        return fail(ParseError::HEADERS_TOO_LARGE, "response header section too large");
       // The target is the only part of a request line that can be long.
       if (request_line_bytes_ == 0 || request_line_bytes_ > max_)
         return fail(ParseError::URI_TOO_LONG, "request line too long");

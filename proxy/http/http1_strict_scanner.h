@@ -1,15 +1,16 @@
 #pragma once
-// The line grammar of an HTTP/1 request (RFC 9112), checked over the raw bytes before llhttp
+// The line grammar of an HTTP/1 message (RFC 9112), checked over the raw bytes before llhttp
 // reads them. llhttp 8 built without LLHTTP_STRICT_MODE (as Debian ships and we build it) reads
-// some requests differently from a strict front end: it takes a bare LF for CRLF, skips the byte
+// some messages differently from a strict front end: it takes a bare LF for CRLF, skips the byte
 // after a CR in places ("\r\n\rX" ends a head, "3\rX" ends a chunk-size line), skips the two
-// bytes after chunk data whatever they are, unfolds obs-fold, accepts a space before the colon,
-// repeated spaces in the request line, a tab or bytes >= 0x80 in the target, a bare LF ending
-// the trailer section. Each of those is a smuggling vector, so this scanner refuses them all.
-// llhttp stays the parser of record: it still reads and checks the values.
+// bytes after chunk data whatever they are, unfolds obs-fold, accepts a space before the colon
+// and an empty field name, repeated spaces in the request line, a tab or bytes >= 0x80 in the
+// target, a bare LF ending the trailer section. Each of those is a smuggling vector (request
+// smuggling from a client, response splitting on a pooled upstream connection), so this scanner
+// refuses them all. llhttp stays the parser of record: it still reads and checks the values.
 //
 // The scanner runs ahead of llhttp over each buffer but never past the end of the section it
-// scans (the head, or a chunked body up to the end of its trailers), so a pipelined request
+// scans (the head, or a chunked body up to the end of its trailers), so a pipelined message
 // that follows is scanned only when its turn comes.
 #include "http/parse_error.h"
 
@@ -20,11 +21,19 @@ namespace portico::http {
 
 class Http1StrictScanner {
 public:
-  Http1StrictScanner() = default;
+  // Which start line a head begins with. In RESPONSE mode error() still classifies the fault
+  // with the request's codes (BAD_VERSION, HEADERS_TOO_LARGE, else BAD_REQUEST); reason() names
+  // it, and whatever the code, a response refused here is answered with 502.
+  enum class Kind : uint8_t { REQUEST, RESPONSE };
 
-  // A request begins: empty lines may come first (RFC 9112 2.2), then exactly
-  // "token SP target SP HTTP/d.d CRLF", field lines, and the empty line. max_bytes bounds the
-  // whole head.
+  explicit Http1StrictScanner(Kind kind = Kind::REQUEST) : kind_(kind) {}
+
+  // A head begins. A request: empty lines may come first (RFC 9112 2.2), then exactly
+  // "token SP target SP HTTP/1.d CRLF". A response: no empty line first (2.2 excuses them
+  // before a request line only), then "HTTP/1.d SP 3DIGIT", and "SP reason-phrase" (possibly
+  // empty) or nothing before the CRLF: a missing reason phrase, with or without its SP, frames
+  // nothing, so it is excused (RFC 9112 4). The status code's first digit is not 0. Then field
+  // lines, and the empty line. max_bytes bounds the whole head.
   void start_head(size_t max_bytes);
   // The body is chunked: chunk-size lines (extensions allowed), CRLF after each chunk's data,
   // the trailer section (bounded by max_bytes) and its empty line.
@@ -55,7 +64,10 @@ private:
     METHOD,        // the method token
     TARGET_START,  // after the SP that follows the method
     TARGET,        // the request target
-    VERSION,       // after the SP that follows the target: "HTTP/" DIGIT "." DIGIT
+    VERSION,       // "HTTP/" DIGIT "." DIGIT, after the target or starting a status line
+    STATUS_CODE,   // after the SP that follows a response's version: three digits
+    STATUS_END,    // after the status code: SP before the reason phrase, or CR
+    REASON,        // the reason phrase, up to CR
     LINE_LF,       // CR that ends the request line or a field line
     FIELD_START,   // a field line, or the empty line that ends the section
     FIELD_NAME,    // a field name token
@@ -73,11 +85,27 @@ private:
   };
 
   size_t fail(ParseError e, const char* reason);
+  // After the CR that ends the start line or a field line: lines mostly arrive whole, so their
+  // LF is taken here rather than by another turn of the scan loop (LINE_LF refuses any other
+  // byte).
+  void take_lf(const unsigned char*& p, const unsigned char* end) {
+    if (p < end && *p == '\n') {
+      ++p;
+      state_ = State::FIELD_START;
+    } else {
+      state_ = State::LINE_LF;
+    }
+  }
+  // The one of two messages that names this scanner's kind of head.
+  const char* head_reason(const char* request, const char* response) const {
+    return kind_ == Kind::REQUEST ? request : response;
+  }
 
+  const Kind kind_;
   State state_ = State::IDLE;
-  bool counting_ = false; // in a section bounded by max_ (head, trailers)
-  bool trailers_ = false; // the field lines are trailers
-  uint8_t version_pos_ = 0;
+  bool counting_ = false;   // in a section bounded by max_ (head, trailers)
+  bool trailers_ = false;   // the field lines are trailers
+  uint8_t version_pos_ = 0; // bytes of the version, then digits of the status code, seen
   char major_ = 0;
   size_t max_ = 0;
   size_t bytes_ = 0;

@@ -1,11 +1,13 @@
 // portico: reverse proxy and HTTP/2 terminator. See README.md for the configuration.
 #include "config/config_loader.h"
 #include "portico/proxy_worker.h"
+#include "tls/tls_context.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string_view>
 #include <unistd.h>
 
@@ -54,12 +56,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", e.c_str());
     return 1;
   }
-  for (const auto& l : cfg->listeners)
-    if (l.tls_enabled) {
-      std::fprintf(stderr, "%s: TLS listeners are not available in this build yet\n",
-                   config_path.c_str());
+  // TLS contexts are made before anything starts, so a bad certificate fails -t as well.
+  std::vector<std::unique_ptr<tls::TlsContext>> tls_contexts(cfg->listeners.size());
+  for (size_t i = 0; i < cfg->listeners.size(); ++i) {
+    if (!cfg->listeners[i].tls_enabled)
+      continue;
+    std::string err;
+    tls_contexts[i] = tls::TlsContext::create(cfg->listeners[i].tls, &err);
+    if (!tls_contexts[i]) {
+      std::fprintf(stderr, "%s: listener %s: %s\n", config_path.c_str(),
+                   cfg->listeners[i].address.text.c_str(), err.c_str());
       return 1;
     }
+  }
   if (test_only) {
     std::printf("portico: configuration %s is valid\n", config_path.c_str());
     return 0;
@@ -71,9 +80,11 @@ int main(int argc, char** argv) {
                                         : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
   // TCP listeners get a socket per worker (SO_REUSEPORT: the kernel spreads connections);
   // a unix socket is shared, each worker accepting through EPOLLEXCLUSIVE.
-  std::vector<std::vector<int>> fds(workers);
+  std::vector<std::vector<proxy::ProxyWorker::Listen>> fds(workers);
   std::vector<std::string> unix_paths;
-  for (const auto& l : cfg->listeners) {
+  for (size_t li = 0; li < cfg->listeners.size(); ++li) {
+    const auto& l = cfg->listeners[li];
+    SSL_CTX* tls = tls_contexts[li] ? tls_contexts[li]->get() : nullptr;
     bool tcp = l.address.kind == core::ListenAddress::Kind::TCP;
     int shared = -1;
     for (int w = 0; w < workers; ++w) {
@@ -88,7 +99,7 @@ int main(int argc, char** argv) {
       }
       if (!tcp)
         shared = fd;
-      fds[w].push_back(fd);
+      fds[w].push_back({fd, tls});
     }
     if (!tcp)
       unix_paths.push_back(l.address.path);
@@ -143,9 +154,12 @@ int main(int argc, char** argv) {
     }
   }
   pool.clear();
+  std::set<int> open_fds; // a unix socket is shared by the workers: close it once
   for (auto& list : fds)
-    for (int fd : list)
-      ::close(fd);
+    for (const auto& l : list)
+      open_fds.insert(l.fd);
+  for (int fd : open_fds)
+    ::close(fd);
   for (const auto& p : unix_paths)
     ::unlink(p.c_str());
   std::fprintf(stderr, "portico: stopped\n");

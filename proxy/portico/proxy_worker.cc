@@ -18,8 +18,8 @@ server::ServerLimits limits_from(const config::Config& cfg) {
 } // namespace
 
 ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
-                         std::vector<int> listen_fds)
-    : listen_fds_(std::move(listen_fds)) {
+                         std::vector<Listen> listens)
+    : listens_(std::move(listens)) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
   resolver_ = std::make_unique<upstream::DnsResolver>(loop_);
@@ -46,8 +46,8 @@ ProxyWorker::~ProxyWorker() {
 }
 
 void ProxyWorker::start() {
-  for (int fd : listen_fds_) {
-    auto a = std::make_unique<server::Acceptor>(*ctx_, fd);
+  for (const Listen& l : listens_) {
+    auto a = std::make_unique<server::Acceptor>(*ctx_, l.fd, l.tls);
     a->start();
     acceptors_.push_back(std::move(a));
   }

@@ -19,7 +19,11 @@ namespace portico::proxy {
 
 class ProxyWorker {
 public:
-  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<int> listen_fds);
+  struct Listen {
+    int fd;
+    SSL_CTX* tls; // null for cleartext
+  };
+  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<Listen> listens);
   ~ProxyWorker();
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
@@ -42,7 +46,7 @@ private:
   std::unique_ptr<upstream::DnsResolver> resolver_;
   std::unique_ptr<upstream::Router> router_;
   std::unique_ptr<server::ServerContext> ctx_;
-  std::vector<int> listen_fds_;
+  std::vector<Listen> listens_;
   std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop

@@ -15,7 +15,8 @@ constexpr int kAcceptsPerWakeup = 64;
 
 void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) { static_cast<Acceptor*>(w->data)->on_ready(); }
 
-Acceptor::Acceptor(ServerContext& ctx, int listen_fd) : ctx_(ctx), lfd_(listen_fd) {
+Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls)
+    : ctx_(ctx), lfd_(listen_fd), tls_(tls) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0)
     return;
@@ -52,7 +53,7 @@ void Acceptor::on_ready() {
   for (int i = 0; i < kAcceptsPerWakeup; ++i) {
     int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      ctx_.adopt(fd);
+      ctx_.adopt(fd, tls_);
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED)

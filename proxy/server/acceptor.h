@@ -3,6 +3,7 @@
 // may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so a new
 // connection wakes one worker rather than all of them.
 #include <ev.h>
+#include <openssl/ssl.h>
 
 namespace portico::server {
 
@@ -10,7 +11,8 @@ class ServerContext;
 
 class Acceptor {
 public:
-  Acceptor(ServerContext& ctx, int listen_fd);
+  // tls: connections on this socket speak TLS with this context (null: cleartext).
+  Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls = nullptr);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
@@ -25,6 +27,7 @@ private:
 
   ServerContext& ctx_;
   int lfd_;
+  SSL_CTX* tls_;
   int epfd_ = -1;
   ev_io io_;
 };

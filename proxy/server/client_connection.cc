@@ -3,6 +3,7 @@
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
+#include "tls/tls_session.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -30,8 +31,10 @@ void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
   static_cast<ClientConnection*>(w->data)->on_timer();
 }
 
-ClientConnection::ClientConnection(ServerContext& ctx, int fd)
+ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls)
     : ctx_(ctx), fd_(fd), idle_timeout_(ctx.limits().keepalive_timeout) {
+  if (tls)
+    tls_ = std::make_unique<tls::TlsSession>(tls, fd);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
   sockaddr_storage ss;
@@ -114,6 +117,8 @@ void ClientConnection::close_now() {
   ev_io_stop(loop(), &rev_);
   ev_io_stop(loop(), &wev_);
   ev_timer_stop(loop(), &timer_);
+  if (tls_)
+    tls_->shutdown();
   ::close(fd_);
   fd_ = -1;
   output_.clear();
@@ -145,11 +150,62 @@ void ClientConnection::upgrade_to_h2(const UpgradeToH2& up) {
   next_session_ = std::make_unique<Http2ServerSession>(*this, &up);
 }
 
+ssize_t ClientConnection::read_some(char* buf, size_t len) {
+  if (!tls_)
+    return ::read(fd_, buf, len);
+  size_t n = 0;
+  switch (tls_->read(buf, len, &n)) {
+  case tls::TlsSession::Io::OK:
+    return static_cast<ssize_t>(n);
+  case tls::TlsSession::Io::CLOSED:
+    return 0;
+  case tls::TlsSession::Io::WANT_WRITE:
+    ev_io_start(loop(), &wev_); // a TLS read that must write first (a key update)
+    [[fallthrough]];
+  case tls::TlsSession::Io::WANT_READ:
+    errno = EAGAIN;
+    return -1;
+  case tls::TlsSession::Io::ERROR:
+    break;
+  }
+  errno = ECONNRESET;
+  return -1;
+}
+
+bool ClientConnection::handshake() {
+  switch (tls_->handshake()) {
+  case tls::TlsSession::Io::OK:
+    break;
+  case tls::TlsSession::Io::WANT_READ:
+    ev_io_stop(loop(), &wev_);
+    return false;
+  case tls::TlsSession::Io::WANT_WRITE:
+    ev_io_start(loop(), &wev_);
+    return false;
+  case tls::TlsSession::Io::CLOSED:
+  case tls::TlsSession::Io::ERROR:
+    close_now();
+    return false;
+  }
+  ev_io_stop(loop(), &wev_);
+  // ALPN decides: no preface sniffing on TLS (h2c belongs to cleartext only).
+  if (tls_->alpn() == "h2")
+    session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
+  else
+    session_ = std::make_unique<Http1ServerSession>(*this);
+  if (ctx_.draining())
+    session_->drain();
+  want_flush(); // the HTTP/2 server preface
+  return true;
+}
+
 void ClientConnection::on_readable() {
   if (close_state_ == CloseState::LINGERING) {
     linger_read();
     return;
   }
+  if (tls_ && !tls_->established() && !handshake())
+    return;
   for (int i = 0; i < kReadsPerWakeup && close_state_ == CloseState::OPEN; ++i) {
     if (in_->writable() == 0) {
       if (in_->begin == 0) {
@@ -162,12 +218,13 @@ void ClientConnection::on_readable() {
       in_->begin = 0;
     }
     size_t room = in_->writable();
-    ssize_t n = ::read(fd_, in_->data + in_->end, room);
+    ssize_t n = read_some(in_->data + in_->end, room);
     if (n > 0) {
       in_->end += static_cast<uint32_t>(n);
       last_activity_ = ev_now(loop());
       process_input();
-      if (reading_paused_ || static_cast<size_t>(n) < room)
+      // OpenSSL may hold decrypted bytes the socket no longer signals: keep reading those.
+      if (reading_paused_ || (static_cast<size_t>(n) < room && !(tls_ && tls_->pending())))
         break;
       continue;
     }
@@ -213,7 +270,7 @@ void ClientConnection::process_input() {
   input_pending_ = false;
   if (close_state_ != CloseState::OPEN)
     return;
-  if (!session_ && (in_->readable() == 0 || !detect_protocol()))
+  if (!session_ && (tls_ || in_->readable() == 0 || !detect_protocol()))
     return;
   while (in_->readable() > 0 && close_state_ == CloseState::OPEN) {
     size_t used = session_->on_input(in_->data + in_->begin, in_->readable());
@@ -232,7 +289,14 @@ void ClientConnection::process_input() {
     in_->begin = in_->end = 0;
 }
 
-void ClientConnection::on_writable() { want_flush(); }
+void ClientConnection::on_writable() {
+  if (tls_ && !tls_->established()) {
+    if (handshake())
+      on_readable(); // application data may have come with the last handshake flight
+    return;
+  }
+  want_flush();
+}
 
 void ClientConnection::flush() {
   if (session_ && close_state_ != CloseState::CLOSED)
@@ -241,10 +305,18 @@ void ClientConnection::flush() {
     return;
   bool was_high = output_.size() >= Exchange::kLowWatermark;
   if (!output_.empty()) {
-    ssize_t w = output_.write_to(fd_);
-    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      close_now();
-      return;
+    if (tls_) {
+      auto st = tls_->write(output_);
+      if (st == tls::TlsSession::Io::ERROR || st == tls::TlsSession::Io::CLOSED) {
+        close_now();
+        return;
+      }
+    } else {
+      ssize_t w = output_.write_to(fd_);
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        close_now();
+        return;
+      }
     }
   }
   if (output_.empty())
@@ -255,6 +327,8 @@ void ClientConnection::flush() {
     session_->on_output_drained();
   if (close_state_ == CloseState::AFTER_FLUSH && output_.empty()) {
     if (linger_ && !eof_) {
+      if (tls_)
+        tls_->shutdown(); // close_notify before the FIN
       ::shutdown(fd_, SHUT_WR);
       close_state_ = CloseState::LINGERING;
       ev_io_start(loop(), &rev_);
@@ -307,8 +381,12 @@ bool ClientConnection::run_deferred() {
     process_input();
   flush();
   if (close_state_ == CloseState::OPEN && !reading_paused_ && !eof_) {
-    if (in_->writable() > 0 || in_->begin > 0)
+    if (in_->writable() > 0 || in_->begin > 0) {
       ev_io_start(loop(), &rev_);
+      // Decrypted bytes left in OpenSSL while reading was paused: no socket event will come.
+      if (tls_ && tls_->established() && tls_->pending())
+        on_readable();
+    }
   }
   return close_state_ != CloseState::CLOSED;
 }

@@ -7,7 +7,12 @@
 #include "server/server_session.h"
 
 #include <ev.h>
+#include <openssl/ssl.h>
 #include <memory>
+
+namespace portico::tls {
+class TlsSession;
+}
 
 namespace portico::server {
 
@@ -16,7 +21,8 @@ struct UpgradeToH2;
 
 class ClientConnection {
 public:
-  ClientConnection(ServerContext& ctx, int fd);
+  // tls: the listener's OpenSSL context, or null for cleartext.
+  ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls);
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -24,6 +30,7 @@ public:
   ServerContext& context() const { return ctx_; }
   struct ev_loop* loop() const;
   core::ByteQueue& output() { return output_; }
+  bool is_tls() const { return tls_ != nullptr; }
   // Input read and not yet consumed by the session (a pipelined request).
   bool input_buffered() const { return in_->readable() > 0; }
   // The peer's address as text, for X-Forwarded-For and logs ("unix" on a unix socket).
@@ -75,6 +82,10 @@ private:
   void flush();
   void finish_close();
   void linger_read();
+  // One read from the socket, through TLS when there is TLS: >0 bytes, 0 EOF, -1 with errno.
+  ssize_t read_some(char* buf, size_t len);
+  // Drives the TLS handshake; picks the session by ALPN when it completes. False: not done.
+  bool handshake();
 
   ServerContext& ctx_;
   int fd_;
@@ -89,6 +100,7 @@ private:
   core::ByteQueue output_;
   std::unique_ptr<ServerSession> session_;
   std::unique_ptr<ServerSession> next_session_;
+  std::unique_ptr<tls::TlsSession> tls_;
   CloseState close_state_ = CloseState::OPEN;
   bool linger_ = false;
   bool reading_paused_ = false;

@@ -110,6 +110,8 @@ void Http1ServerSession::on_request_head(http::RequestHead& head) {
   active_ = true;
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
+  if (conn_.is_tls())
+    head.scheme = "https";
   auto& ctx = conn_.context();
   ++ctx.stats().requests;
   if (try_upgrade_h2c(head))
@@ -259,8 +261,9 @@ void Http1ServerSession::send_error(int status) {
 }
 
 bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
+  // h2c is cleartext only (RFC 9113 3.1): over TLS, ALPN is the way to HTTP/2.
   if (head.version != http::Version::HTTP_1_1 || head.has_body() || draining_ ||
-      conn_.context().draining())
+      conn_.context().draining() || conn_.is_tls())
     return false;
   const http::Header* upgrade = head.find("upgrade");
   const http::Header* connection = head.find("connection");

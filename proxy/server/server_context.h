@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <openssl/ssl.h>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,8 @@ public:
   ServerStats& stats() { return stats_; }
 
   // Takes ownership of an accepted socket.
-  void adopt(int fd);
+  // Takes ownership of an accepted socket; tls: the listener's context, or null.
+  void adopt(int fd, SSL_CTX* tls = nullptr);
   void mark_dirty(ClientConnection* c);
   void remove(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }
