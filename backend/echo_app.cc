@@ -24,8 +24,17 @@ void EchoApp::on_request_body(server::Exchange& ex, std::string_view data) {
   }
 }
 
+void EchoApp::on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) {
+  for (const auto& t : trailers)
+    trailers_.push_back({ex.arena().copy(t.name), ex.arena().copy(t.value)});
+}
+
 void EchoApp::on_request_end(server::Exchange& ex) {
-  ex.end_response(); // may close the exchange, and delete this, before returning
+  // Either may close the exchange, and delete this, before returning.
+  if (trailers_.empty())
+    ex.end_response();
+  else
+    ex.end_response_with_trailers(trailers_);
 }
 
 void EchoApp::on_response_writable(server::Exchange& ex) {

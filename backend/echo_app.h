@@ -1,7 +1,10 @@
 #pragma once
 // POST /echo: the request body streamed back as it arrives. When the client reads slower than it
-// sends, reading its body pauses, so memory stays bounded whatever the body's size.
+// sends, reading its body pauses, so memory stays bounded whatever the body's size. Request
+// trailers come back as response trailers (where the response's framing can carry them).
 #include "server/exchange.h"
+
+#include <vector>
 
 namespace portico::backend {
 
@@ -10,6 +13,8 @@ public:
   static void start(server::Exchange& ex);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;
+  void on_request_trailers(server::Exchange& ex,
+                           std::span<const http::Header> trailers) override;
   void on_request_end(server::Exchange& ex) override;
   void on_response_writable(server::Exchange& ex) override;
   void on_exchange_close(server::Exchange& ex) override;
@@ -17,6 +22,7 @@ public:
 private:
   EchoApp() = default;
   bool paused_ = false;
+  std::vector<http::Header> trailers_; // copies in the exchange's arena
 };
 
 } // namespace portico::backend

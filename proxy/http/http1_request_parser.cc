@@ -137,6 +137,7 @@ int Http1RequestParser::on_message_begin(llhttp_t* p) {
   s->head_.clear();
   s->arena_.reset();
   s->field_ = s->value_ = {};
+  s->trailers_.clear();
   s->in_message_ = true;
   s->in_head_ = true;
   s->head_bytes_ = 0;
@@ -154,15 +155,13 @@ int Http1RequestParser::on_url(llhttp_t* p, const char* at, size_t len) {
 
 int Http1RequestParser::on_header_field(llhttp_t* p, const char* at, size_t len) {
   auto* s = self(p);
-  if (s->in_head_)
-    s->field_ = s->arena_.append(s->field_, {at, len});
+  s->field_ = s->arena_.append(s->field_, {at, len});
   return 0;
 }
 
 int Http1RequestParser::on_header_value(llhttp_t* p, const char* at, size_t len) {
   auto* s = self(p);
-  if (s->in_head_)
-    s->value_ = s->arena_.append(s->value_, {at, len});
+  s->value_ = s->arena_.append(s->value_, {at, len});
   return 0;
 }
 
@@ -171,11 +170,9 @@ int Http1RequestParser::on_header_value_complete(llhttp_t* p) {
 }
 
 int Http1RequestParser::finish_field() {
-  if (!in_head_)
-    return 0; // a trailer: the scanner has checked its syntax; nothing here uses it
   if (field_.empty())
     return fail(ParseError::BAD_REQUEST, "empty header field name");
-  if (head_.headers.size() >= limits_.max_headers)
+  if (head_.headers.size() + trailers_.size() >= limits_.max_headers)
     return fail(ParseError::HEADERS_TOO_LARGE, "too many header fields");
   // Lower-case the name in place: the arena owns these bytes.
   char* name = const_cast<char*>(field_.data());
@@ -185,7 +182,8 @@ int Http1RequestParser::finish_field() {
   std::string_view v = value_;
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
     v.remove_suffix(1);
-  head_.headers.push_back({field_, v});
+  // A trailer (the scanner has checked its syntax) goes aside, never into the head.
+  (in_head_ ? head_.headers : trailers_).push_back({field_, v});
   field_ = value_ = {};
   return 0;
 }
@@ -340,6 +338,8 @@ int Http1RequestParser::on_message_complete(llhttp_t* p) {
   s->in_head_ = true;
   s->closed_ = !s->head_.keep_alive;
   s->scanner_.start_head(s->limits_.max_header_bytes);
+  if (!s->trailers_.empty())
+    s->sink_.on_request_trailers(s->trailers_);
   s->sink_.on_request_end();
   return HPE_PAUSED;
 }

@@ -11,6 +11,8 @@
 #include "http/request_head.h"
 
 #include <llhttp.h>
+#include <span>
+#include <vector>
 
 namespace portico::http {
 
@@ -24,13 +26,14 @@ struct ParserLimits {
 class Http1RequestParser {
 public:
   // Receives one request at a time. Views passed in are valid only during the call; the head
-  // (fields in the arena) stays valid until the next request begins. Trailer fields are
-  // checked and dropped: they never join the head.
+  // (fields in the arena) stays valid until the next request begins. Trailer fields never
+  // join the head: they come to on_request_trailers, just before on_request_end.
   class Sink {
   public:
     virtual ~Sink() = default;
     virtual void on_request_head(RequestHead& head) = 0;
     virtual void on_request_body(std::string_view data) = 0;
+    virtual void on_request_trailers(std::span<const Header> trailers) {}
     virtual void on_request_end() = 0;
   };
 
@@ -81,6 +84,7 @@ private:
   const char* scan_pos_ = nullptr;
   const char* buf_end_ = nullptr;
   std::string_view field_, value_;
+  std::vector<Header> trailers_; // of the current request, in the arena
   bool in_message_ = false;
   bool in_head_ = true; // fields go to the head; after it, they are trailers
   bool paused_ = false;

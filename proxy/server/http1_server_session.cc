@@ -56,12 +56,24 @@ void Http1Exchange::send_body(std::string_view data) {
   session_.conn_.want_flush();
 }
 
-void Http1Exchange::end_response() {
+void Http1Exchange::end_response() { end_response_with_trailers({}); }
+
+void Http1Exchange::end_response_with_trailers(std::span<const http::Header> trailers) {
   if (!head_sent_ || response_ended_)
     return;
   response_ended_ = true;
-  if (chunked_)
-    session_.conn_.output().append("0\r\n\r\n");
+  if (chunked_) {
+    // Written before the exchange can close: the trailers may belong to the listener.
+    auto& out = session_.conn_.output();
+    out.append("0\r\n");
+    for (const auto& t : trailers) {
+      out.append(t.name);
+      out.append(": ");
+      out.append(t.value);
+      out.append("\r\n");
+    }
+    out.append("\r\n");
+  }
   session_.conn_.want_flush();
   if (request_ended_)
     session_.finish_exchange();
@@ -133,6 +145,11 @@ void Http1ServerSession::on_request_body(std::string_view data) {
   // Once the response is complete the rest of the body is read and dropped.
   if (active_ && !ex_.response_ended_ && ex_.listener_)
     ex_.listener_->on_request_body(ex_, data);
+}
+
+void Http1ServerSession::on_request_trailers(std::span<const http::Header> trailers) {
+  if (active_ && !ex_.response_ended_ && ex_.listener_)
+    ex_.listener_->on_request_trailers(ex_, trailers);
 }
 
 void Http1ServerSession::on_request_end() {

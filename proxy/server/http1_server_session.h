@@ -17,6 +17,7 @@ public:
   void send_head(const http::ResponseHead& head) override;
   void send_body(std::string_view data) override;
   void end_response() override;
+  void end_response_with_trailers(std::span<const http::Header> trailers) override;
   size_t buffered() const override;
   void pause_request_body() override;
   void resume_request_body() override;
@@ -47,6 +48,7 @@ private:
   friend class Http1Exchange;
   void on_request_head(http::RequestHead& head) override;
   void on_request_body(std::string_view data) override;
+  void on_request_trailers(std::span<const http::Header> trailers) override;
   void on_request_end() override;
 
   bool try_upgrade_h2c(const http::RequestHead& head);

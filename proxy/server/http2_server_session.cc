@@ -298,6 +298,10 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
 
 void Http2ServerSession::request_ended(Http2Stream& st) {
   st.request_ended_ = true;
+  if (!st.listener_ || st.response_ended_)
+    return;
+  if (!st.request_trailers_.empty())
+    st.listener_->on_request_trailers(st, st.request_trailers_);
   if (st.listener_ && !st.response_ended_)
     st.listener_->on_request_end(st);
 }
@@ -317,12 +321,23 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
 int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name,
                                   size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
                                   void* ud) {
-  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
-    return 0; // trailers are not passed on
+  if (f->hd.type != NGHTTP2_HEADERS)
+    return 0;
   Http2Stream* st = stream_of(s, f->hd.stream_id);
   if (!st || st->too_large_)
     return 0;
   auto* me = self(ud);
+  if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
+    // Trailers (nghttp2 has refused pseudo-fields and invalid ones): kept for the listener.
+    st->header_bytes_ += namelen + valuelen + 32;
+    if (st->header_bytes_ <= me->conn_.context().limits().parser.max_header_bytes)
+      st->request_trailers_.push_back(
+          {st->arena_.copy({reinterpret_cast<const char*>(name), namelen}),
+           st->arena_.copy({reinterpret_cast<const char*>(value), valuelen})});
+    return 0;
+  }
+  if (f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
   st->header_bytes_ += namelen + valuelen + 32; // RFC 9113 6.5.2's accounting
   if (st->header_bytes_ > me->conn_.context().limits().parser.max_header_bytes) {
     st->too_large_ = true;
@@ -422,7 +437,7 @@ int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f
   return 0;
 }
 
-ssize_t Http2ServerSession::read_data(nghttp2_session*, int32_t, uint8_t*, size_t length,
+ssize_t Http2ServerSession::read_data(nghttp2_session* s, int32_t id, uint8_t*, size_t length,
                                       uint32_t* flags, nghttp2_data_source* source, void*) {
   auto* st = static_cast<Http2Stream*>(source->ptr);
   size_t n = std::min(length, st->body_.size());
@@ -431,8 +446,19 @@ ssize_t Http2ServerSession::read_data(nghttp2_session*, int32_t, uint8_t*, size_
     return NGHTTP2_ERR_DEFERRED;
   }
   *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-  if (st->response_ended_ && n == st->body_.size())
+  if (st->response_ended_ && n == st->body_.size()) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!st->response_trailers_.empty()) {
+      // The stream ends with a trailing HEADERS frame instead of this DATA frame.
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      std::vector<nghttp2_nv> nv;
+      nv.reserve(st->response_trailers_.size());
+      for (const auto& t : st->response_trailers_)
+        nv.push_back(make_nv(t.name, t.value));
+      nghttp2_submit_trailer(s, id, nv.data(), nv.size());
+      st->response_trailers_.clear();
+    }
+  }
   return static_cast<ssize_t>(n);
 }
 

@@ -30,6 +30,8 @@ Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
   st->writable_wanted_ = st->too_large_ = false;
   st->prev_ = st->next_ = nullptr;
   st->request_.clear();
+  st->request_trailers_.clear();
+  st->response_trailers_.clear();
   return st;
 }
 
@@ -59,6 +61,16 @@ void Http2Stream::send_body(std::string_view data) {
   if (body_.size() > kHighWatermark)
     writable_wanted_ = true;
   session_->resume_stream(*this);
+}
+
+void Http2Stream::end_response_with_trailers(std::span<const http::Header> trailers) {
+  if (!head_sent_ || response_ended_)
+    return;
+  // A response without a body ended with its HEADERS frame: no place for trailers there.
+  if (has_provider_)
+    for (const auto& t : trailers)
+      response_trailers_.push_back({arena_.copy(t.name), arena_.copy(t.value)});
+  end_response();
 }
 
 void Http2Stream::end_response() {

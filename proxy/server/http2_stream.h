@@ -6,6 +6,7 @@
 #include "server/exchange.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace portico::server {
 
@@ -19,6 +20,7 @@ public:
   void send_head(const http::ResponseHead& head) override;
   void send_body(std::string_view data) override;
   void end_response() override;
+  void end_response_with_trailers(std::span<const http::Header> trailers) override;
   size_t buffered() const override { return body_.size(); }
   void pause_request_body() override;
   void resume_request_body() override;
@@ -35,6 +37,8 @@ private:
   Http2Stream* next_ = nullptr;
   int32_t id_ = 0;
   core::ByteQueue body_;          // response DATA not yet framed
+  std::vector<http::Header> request_trailers_;  // in the arena, until the request ends
+  std::vector<http::Header> response_trailers_; // in the arena, until the last DATA is framed
   size_t header_bytes_ = 0;       // request header section size, for the limit
   size_t unconsumed_ = 0;         // request DATA held back from WINDOW_UPDATE while paused
   bool paused_ = false;
