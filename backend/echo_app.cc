@@ -44,6 +44,8 @@ void EchoApp::on_response_writable(server::Exchange& ex) {
   }
 }
 
-void EchoApp::on_exchange_close(server::Exchange&) { delete this; }
+void EchoApp::on_exchange_close(server::Exchange&) {
+  delete this;
+}
 
 } // namespace portico::backend

@@ -13,8 +13,7 @@ public:
   static void start(server::Exchange& ex);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;
-  void on_request_trailers(server::Exchange& ex,
-                           std::span<const http::Header> trailers) override;
+  void on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) override;
   void on_request_end(server::Exchange& ex) override;
   void on_response_writable(server::Exchange& ex) override;
   void on_exchange_close(server::Exchange& ex) override;

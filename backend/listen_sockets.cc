@@ -9,8 +9,8 @@
 
 namespace portico::backend {
 
-bool open_listen_sockets(const std::vector<std::string>& addresses,
-                         std::vector<ListenSocket>* out, std::string* error) {
+bool open_listen_sockets(const std::vector<std::string>& addresses, std::vector<ListenSocket>* out,
+                         std::string* error) {
   for (const auto& text : addresses) {
     auto a = core::parse_listen_address(text, error);
     if (!a)

@@ -17,11 +17,12 @@ int main(int argc, char** argv) {
   std::vector<ListenSocket> sockets;
   std::string error;
   const char* starter = std::getenv("SERVER_STARTER_PORT");
-  bool ok = starter && opts->listen.empty()
-                ? inherit_server_starter_sockets(starter, &sockets, &error)
-                : open_listen_sockets(opts->listen.empty() ? std::vector<std::string>{"127.0.0.1:8080"}
-                                                           : opts->listen,
-                                      &sockets, &error);
+  bool ok =
+      starter && opts->listen.empty()
+          ? inherit_server_starter_sockets(starter, &sockets, &error)
+          : open_listen_sockets(opts->listen.empty() ? std::vector<std::string>{"127.0.0.1:8080"}
+                                                     : opts->listen,
+                                &sockets, &error);
   if (!ok) {
     std::fprintf(stderr, "portico-backend: %s\n", error.c_str());
     return 1;

@@ -143,9 +143,7 @@ void Master::signal_workers(int sig, bool old_generations_only) {
 
 void Master::handle_signal(int sig) {
   switch (sig) {
-  case SIGCHLD:
-    reap();
-    break;
+  case SIGCHLD: reap(); break;
   case SIGHUP:
     if (stopping_)
       break; // no new generation while stopping
@@ -241,8 +239,8 @@ int Master::run() {
     schedule_respawns(now);
     int timeout_ms = -1;
     if (!respawn_at_.empty())
-      timeout_ms = std::max(0, int((*std::min_element(respawn_at_.begin(), respawn_at_.end()) -
-                                    now) * 1000) + 1);
+      timeout_ms = std::max(
+          0, int((*std::min_element(respawn_at_.begin(), respawn_at_.end()) - now) * 1000) + 1);
     if (stopping_) {
       if (now >= stop_deadline_) {
         signal_workers(SIGKILL, false); // graceful period over

@@ -20,10 +20,11 @@ MemcachedCounterStore::MemcachedCounterStore(const std::string& address) {
   memcached_behavior_set(mc_, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
 }
 
-MemcachedCounterStore::~MemcachedCounterStore() { memcached_free(mc_); }
+MemcachedCounterStore::~MemcachedCounterStore() {
+  memcached_free(mc_);
+}
 
-std::optional<uint64_t> MemcachedCounterStore::increment(std::string_view key,
-                                                         std::string* error) {
+std::optional<uint64_t> MemcachedCounterStore::increment(std::string_view key, std::string* error) {
   std::string k = "counter:";
   k.append(key);
   // Two rounds: a concurrent "add" from another worker makes ours fail, then incr succeeds.

@@ -74,8 +74,8 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
     else if (arg == "--graceful-timeout")
       ok = parse_number(value, o.graceful_timeout) && o.graceful_timeout >= 0;
     else {
-      std::fprintf(stderr, "portico-backend: unknown option %.*s\n%s", int(arg.size()),
-                   arg.data(), kUsage);
+      std::fprintf(stderr, "portico-backend: unknown option %.*s\n%s", int(arg.size()), arg.data(),
+                   kUsage);
       return std::nullopt;
     }
     if (!ok) {

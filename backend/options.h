@@ -7,16 +7,16 @@
 namespace portico::backend {
 
 struct Options {
-  std::vector<std::string> listen;  // --listen, repeatable
-  int workers = 0;                  // 0: one per core
-  long max_requests = 0;            // 0: never retire
-  long min_requests = 0;            // retire after a random count in [min, max]
+  std::vector<std::string> listen; // --listen, repeatable
+  int workers = 0;                 // 0: one per core
+  long max_requests = 0;           // 0: never retire
+  long min_requests = 0;           // retire after a random count in [min, max]
   double keepalive_timeout = 5;
-  std::string store = "shm";        // shm | memcached://HOST:PORT
+  std::string store = "shm"; // shm | memcached://HOST:PORT
   std::string document_root;
   std::string pid_file;
-  long max_body_bytes = 1L << 30;   // 413 above
-  double graceful_timeout = 30;     // how long old workers may finish on HUP/TERM
+  long max_body_bytes = 1L << 30; // 413 above
+  double graceful_timeout = 30;   // how long old workers may finish on HUP/TERM
 };
 
 // Parses argv; on error or --help prints to stderr/stdout and returns nullopt with *exit_code.

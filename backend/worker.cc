@@ -93,7 +93,9 @@ private:
     std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(time(nullptr)));
     return std::uniform_int_distribution<long>(lo, o.max_requests)(rng);
   }
-  static void signal_cb(struct ev_loop*, ev_signal* w, int) { static_cast<Worker*>(w->data)->stop(); }
+  static void signal_cb(struct ev_loop*, ev_signal* w, int) {
+    static_cast<Worker*>(w->data)->stop();
+  }
   static void grace_cb(struct ev_loop* loop, ev_timer*, int) { ev_break(loop, EVBREAK_ALL); }
 
   const Options& opts_;

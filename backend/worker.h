@@ -11,11 +11,10 @@ namespace portico::backend {
 class ShmCounterTable;
 
 // Exit codes the master reads.
-inline constexpr int kWorkerExitRetired = 0;   // max-requests reached or TERM: respawn at once
-inline constexpr int kWorkerExitStartup = 3;   // could not start: respawn with backoff
+inline constexpr int kWorkerExitRetired = 0; // max-requests reached or TERM: respawn at once
+inline constexpr int kWorkerExitStartup = 3; // could not start: respawn with backoff
 
 // Runs in the child after fork; returns the exit code.
-int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets,
-               ShmCounterTable* shm);
+int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm);
 
 } // namespace portico::backend

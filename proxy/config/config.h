@@ -24,7 +24,7 @@ struct ListenerConfig {
   core::ListenAddress address;
   bool tls_enabled = false;
   TlsConfig tls;
-  std::string access_log; // path, "" = off
+  std::string access_log;                 // path, "" = off
   std::string access_log_format = "text"; // text | json
 };
 
@@ -35,33 +35,33 @@ struct AdminConfig {
 
 struct ClusterConfig {
   std::string name;
-  std::vector<std::string> endpoints;   // "unix:/path", "IP:port", "name:port"
-  std::string protocol = "http1";       // upstream protocol
-  int max_connections = 0;              // per endpoint, whole proxy; 0 = unlimited
-  double queue_timeout = 5;             // seconds a request may wait for a connection
+  std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
+  std::string protocol = "http1";     // upstream protocol
+  int max_connections = 0;            // per endpoint, whole proxy; 0 = unlimited
+  double queue_timeout = 5;           // seconds a request may wait for a connection
   double connect_timeout = 5;
-  double response_timeout = 60;         // to the first response byte (then idle between reads)
-  double idle_timeout = 0;              // pooled idle connection retired after; 0 = learned/4 s
-  int max_idle_per_endpoint = 1024;     // per worker thread
-  bool retry_on_reset = true;           // one retry on a fresh connection before any response byte
+  double response_timeout = 60;     // to the first response byte (then idle between reads)
+  double idle_timeout = 0;          // pooled idle connection retired after; 0 = learned/4 s
+  int max_idle_per_endpoint = 1024; // per worker thread
+  bool retry_on_reset = true;       // one retry on a fresh connection before any response byte
 };
 
 struct RouteConfig {
-  std::string host;                     // "" = any; exact, or "*.example.com"
+  std::string host; // "" = any; exact, or "*.example.com"
   std::string path_prefix = "/";
   std::string cluster;
-  size_t cluster_index = 0;             // resolved at load time
+  size_t cluster_index = 0; // resolved at load time
 };
 
 struct ServerConfig {
-  int workers = 0;                      // 0 = one per core
-  double grace_period = 30;             // SIGTERM: how long in-flight work may finish
-  double keepalive_timeout = 60;        // client connections
+  int workers = 0;               // 0 = one per core
+  double grace_period = 30;      // SIGTERM: how long in-flight work may finish
+  double keepalive_timeout = 60; // client connections
   double header_timeout = 30;
   size_t max_header_bytes = 32768;
-  long long max_body_bytes = -1;        // -1 = unlimited
+  long long max_body_bytes = -1; // -1 = unlimited
   bool add_via = false;
-  bool add_forwarded = true;            // X-Forwarded-For/-Proto and Forwarded
+  bool add_forwarded = true; // X-Forwarded-For/-Proto and Forwarded
   std::string request_id_header = "x-request-id";
   int h2_max_concurrent_streams = 1024;
 };

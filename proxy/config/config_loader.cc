@@ -63,8 +63,8 @@ public:
     else if (n->is_floating_point())
       v = *n->value<double>();
     if (!v || *v < min || *v > max) {
-      error(n->source(), where + ": '" + std::string(key) + "' must be a number from " +
-                             trim(min) + " to " + trim(max));
+      error(n->source(), where + ": '" + std::string(key) + "' must be a number from " + trim(min) +
+                             " to " + trim(max));
       return;
     }
     out = static_cast<T>(*v);
@@ -160,8 +160,8 @@ private:
 void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   const std::string w = "[server]";
   r.only_keys(t,
-              {"workers", "grace_period", "keepalive_timeout", "header_timeout",
-               "max_header_bytes", "max_body_bytes", "via", "forwarded", "request_id_header",
+              {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
+               "max_body_bytes", "via", "forwarded", "request_id_header",
                "h2_max_concurrent_streams"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);

@@ -33,8 +33,8 @@ bool unix_socket_alive(const sockaddr_un& sa) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return false;
-  bool alive = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 ||
-               errno == EAGAIN;
+  bool alive =
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 || errno == EAGAIN;
   ::close(fd);
   return alive;
 }

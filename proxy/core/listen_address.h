@@ -9,11 +9,11 @@ namespace portico::core {
 struct ListenAddress {
   enum class Kind { TCP, UNIX };
   Kind kind = Kind::TCP;
-  std::string host;  // TCP: numeric address or name
-  int port = 0;      // TCP
-  std::string path;  // UNIX
-  int mode = -1;     // UNIX: chmod after bind, -1 = leave to umask
-  std::string text;  // as written, for logs
+  std::string host; // TCP: numeric address or name
+  int port = 0;     // TCP
+  std::string path; // UNIX
+  int mode = -1;    // UNIX: chmod after bind, -1 = leave to umask
+  std::string text; // as written, for logs
 };
 
 std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error);

@@ -6,11 +6,13 @@
 namespace portico::http {
 
 struct Header {
-  std::string_view name;  // lower case on every path Portico builds
+  std::string_view name; // lower case on every path Portico builds
   std::string_view value;
 };
 
-inline char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
+inline char ascii_lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? char(c + 32) : c;
+}
 
 inline bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size())

@@ -12,14 +12,14 @@ enum class Version : uint8_t { HTTP_1_0, HTTP_1_1, HTTP_2 };
 
 struct RequestHead {
   std::string_view method;
-  std::string_view scheme;     // "http" or "https"
-  std::string_view authority;  // Host header or :authority
-  std::string_view target;     // path and query, as sent
+  std::string_view scheme;    // "http" or "https"
+  std::string_view authority; // Host header or :authority
+  std::string_view target;    // path and query, as sent
   Version version = Version::HTTP_1_1;
   std::vector<Header> headers; // regular fields, names lower case, pseudo-headers excluded
   int64_t content_length = -1; // -1 when absent
   bool chunked = false;
-  bool keep_alive = true;      // HTTP/1 connection persistence after this exchange
+  bool keep_alive = true; // HTTP/1 connection persistence after this exchange
   bool expect_continue = false;
 
   std::string_view path() const { return target.substr(0, target.find('?')); }

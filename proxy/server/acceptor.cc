@@ -13,7 +13,9 @@ namespace {
 constexpr int kAcceptsPerWakeup = 64;
 }
 
-void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) { static_cast<Acceptor*>(w->data)->on_ready(); }
+void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Acceptor*>(w->data)->on_ready();
+}
 
 Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls)
     : ctx_(ctx), lfd_(listen_fd), tls_(tls) {

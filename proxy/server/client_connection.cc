@@ -6,9 +6,9 @@
 #include "tls/tls_session.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -42,8 +42,8 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls)
   const char* text = "unix";
   if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &sslen) == 0) {
     if (ss.ss_family == AF_INET)
-      text = ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, peer_,
-                         sizeof peer_);
+      text =
+          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, peer_, sizeof peer_);
     else if (ss.ss_family == AF_INET6)
       text = ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, peer_,
                          sizeof peer_);
@@ -72,7 +72,9 @@ ClientConnection::~ClientConnection() {
     core::BlockPool::local().put(in_);
 }
 
-struct ev_loop* ClientConnection::loop() const { return ctx_.loop(); }
+struct ev_loop* ClientConnection::loop() const {
+  return ctx_.loop();
+}
 
 ev_tstamp ClientConnection::check_interval() const {
   return std::min(idle_timeout_, ctx_.limits().header_timeout);
@@ -155,18 +157,13 @@ ssize_t ClientConnection::read_some(char* buf, size_t len) {
     return ::read(fd_, buf, len);
   size_t n = 0;
   switch (tls_->read(buf, len, &n)) {
-  case tls::TlsSession::Io::OK:
-    return static_cast<ssize_t>(n);
-  case tls::TlsSession::Io::CLOSED:
-    return 0;
+  case tls::TlsSession::Io::OK: return static_cast<ssize_t>(n);
+  case tls::TlsSession::Io::CLOSED: return 0;
   case tls::TlsSession::Io::WANT_WRITE:
     ev_io_start(loop(), &wev_); // a TLS read that must write first (a key update)
     [[fallthrough]];
-  case tls::TlsSession::Io::WANT_READ:
-    errno = EAGAIN;
-    return -1;
-  case tls::TlsSession::Io::ERROR:
-    break;
+  case tls::TlsSession::Io::WANT_READ: errno = EAGAIN; return -1;
+  case tls::TlsSession::Io::ERROR: break;
   }
   errno = ECONNRESET;
   return -1;
@@ -174,18 +171,11 @@ ssize_t ClientConnection::read_some(char* buf, size_t len) {
 
 bool ClientConnection::handshake() {
   switch (tls_->handshake()) {
-  case tls::TlsSession::Io::OK:
-    break;
-  case tls::TlsSession::Io::WANT_READ:
-    ev_io_stop(loop(), &wev_);
-    return false;
-  case tls::TlsSession::Io::WANT_WRITE:
-    ev_io_start(loop(), &wev_);
-    return false;
+  case tls::TlsSession::Io::OK: break;
+  case tls::TlsSession::Io::WANT_READ: ev_io_stop(loop(), &wev_); return false;
+  case tls::TlsSession::Io::WANT_WRITE: ev_io_start(loop(), &wev_); return false;
   case tls::TlsSession::Io::CLOSED:
-  case tls::TlsSession::Io::ERROR:
-    close_now();
-    return false;
+  case tls::TlsSession::Io::ERROR: close_now(); return false;
   }
   ev_io_stop(loop(), &wev_);
   // ALPN decides: no preface sniffing on TLS (h2c belongs to cleartext only).

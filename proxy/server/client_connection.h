@@ -7,8 +7,8 @@
 #include "server/server_session.h"
 
 #include <ev.h>
-#include <openssl/ssl.h>
 #include <memory>
+#include <openssl/ssl.h>
 
 namespace portico::tls {
 class TlsSession;
@@ -64,10 +64,10 @@ public:
 
 private:
   enum class CloseState {
-    OPEN,         // serving
-    AFTER_FLUSH,  // close once output is written
-    LINGERING,    // write side shut, dropping input until EOF or a timer
-    CLOSED,       // socket closed; the context destroys the object
+    OPEN,        // serving
+    AFTER_FLUSH, // close once output is written
+    LINGERING,   // write side shut, dropping input until EOF or a timer
+    CLOSED,      // socket closed; the context destroys the object
   };
 
   static void read_cb(struct ev_loop* loop, ev_io* w, int revents);

@@ -42,7 +42,9 @@ public:
 
   const http::RequestHead& request() const { return request_; }
   http::Arena& arena() { return arena_; }
-  struct ev_loop* loop() const { return loop_; }
+  struct ev_loop* loop() const {
+    return loop_;
+  }
   void set_listener(ExchangeListener* l) { listener_ = l; }
   ExchangeListener* listener() const { return listener_; }
 

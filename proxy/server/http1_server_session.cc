@@ -56,7 +56,9 @@ void Http1Exchange::send_body(std::string_view data) {
   session_.conn_.want_flush();
 }
 
-void Http1Exchange::end_response() { end_response_with_trailers({}); }
+void Http1Exchange::end_response() {
+  end_response_with_trailers({});
+}
 
 void Http1Exchange::end_response_with_trailers(std::span<const http::Header> trailers) {
   if (!head_sent_ || response_ended_)
@@ -79,11 +81,19 @@ void Http1Exchange::end_response_with_trailers(std::span<const http::Header> tra
     session_.finish_exchange();
 }
 
-size_t Http1Exchange::buffered() const { return session_.conn_.output().size(); }
+size_t Http1Exchange::buffered() const {
+  return session_.conn_.output().size();
+}
 
-void Http1Exchange::pause_request_body() { session_.conn_.pause_reading(); }
-void Http1Exchange::resume_request_body() { session_.conn_.resume_reading(); }
-void Http1Exchange::abort() { session_.conn_.close_now(); }
+void Http1Exchange::pause_request_body() {
+  session_.conn_.pause_reading();
+}
+void Http1Exchange::resume_request_body() {
+  session_.conn_.resume_reading();
+}
+void Http1Exchange::abort() {
+  session_.conn_.close_now();
+}
 
 // ---- Http1ServerSession ----
 
@@ -291,7 +301,8 @@ bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
       settings = &h;
       ++settings_count;
     }
-  if (!upgrade || !connection || settings_count != 1 || !http::list_contains(upgrade->value, "h2c") ||
+  if (!upgrade || !connection || settings_count != 1 ||
+      !http::list_contains(upgrade->value, "h2c") ||
       !http::list_contains(connection->value, "upgrade") ||
       !http::list_contains(connection->value, "http2-settings"))
     return false;

@@ -60,9 +60,9 @@ private:
   ClientConnection& conn_;
   Http1Exchange ex_;
   http::Http1RequestParser parser_;
-  bool active_ = false;       // an exchange is between its head and its close
-  bool in_input_ = false;     // inside on_input: a finished exchange lets the loop go on
-  bool keep_alive_ = true;    // this exchange's response leaves the connection open
+  bool active_ = false;    // an exchange is between its head and its close
+  bool in_input_ = false;  // inside on_input: a finished exchange lets the loop go on
+  bool keep_alive_ = true; // this exchange's response leaves the connection open
   bool draining_ = false;
   bool peer_eof_ = false;
   bool upgraded_ = false;

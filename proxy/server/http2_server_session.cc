@@ -17,7 +17,9 @@ constexpr int32_t kConnectionWindow = 16 << 20;
 // Stop framing when this much waits for the socket; on_output_drained resumes.
 constexpr size_t kOutputHigh = 256 * 1024;
 
-Http2ServerSession* self(void* user_data) { return static_cast<Http2ServerSession*>(user_data); }
+Http2ServerSession* self(void* user_data) {
+  return static_cast<Http2ServerSession*>(user_data);
+}
 
 Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
   return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
@@ -133,7 +135,9 @@ void Http2ServerSession::on_activate() {
   }
 }
 
-void Http2ServerSession::want_write() { conn_.want_flush(); }
+void Http2ServerSession::want_write() {
+  conn_.want_flush();
+}
 
 void Http2ServerSession::fail() {
   failed_ = true;
@@ -185,7 +189,9 @@ void Http2ServerSession::on_output_drained() {
     want_write();
 }
 
-void Http2ServerSession::on_eof() { conn_.close_after_flush(false); }
+void Http2ServerSession::on_eof() {
+  conn_.close_after_flush(false);
+}
 
 void Http2ServerSession::on_timeout() {
   if (open_streams_ > 0)

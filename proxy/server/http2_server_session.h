@@ -46,8 +46,7 @@ private:
   static int on_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t,
                        const uint8_t*, size_t, uint8_t, void*);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
-  static int on_data_chunk_recv(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t,
-                                void*);
+  static int on_data_chunk_recv(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t, void*);
   static int on_stream_close(nghttp2_session*, int32_t, uint32_t, void*);
   static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*);
   static int send_data(nghttp2_session*, nghttp2_frame*, const uint8_t*, size_t,
@@ -67,7 +66,7 @@ private:
   ClientConnection& conn_;
   nghttp2_session* session_ = nullptr;
   Http2Stream* upgraded_stream_ = nullptr;
-  Http2Stream* streams_ = nullptr; // open streams, for aborting them on close
+  Http2Stream* streams_ = nullptr;     // open streams, for aborting them on close
   std::vector<Http2Stream*> writable_; // streams to tell they may produce again
   size_t open_streams_ = 0;
   bool draining_ = false;

@@ -81,7 +81,9 @@ void Http2Stream::end_response() {
     session_->resume_stream(*this);
 }
 
-void Http2Stream::pause_request_body() { paused_ = true; }
+void Http2Stream::pause_request_body() {
+  paused_ = true;
+}
 
 void Http2Stream::resume_request_body() {
   paused_ = false;
@@ -91,6 +93,8 @@ void Http2Stream::resume_request_body() {
   }
 }
 
-void Http2Stream::abort() { session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR); }
+void Http2Stream::abort() {
+  session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR);
+}
 
 } // namespace portico::server

@@ -36,17 +36,17 @@ private:
   Http2Stream* prev_ = nullptr; // the session's list of open streams
   Http2Stream* next_ = nullptr;
   int32_t id_ = 0;
-  core::ByteQueue body_;          // response DATA not yet framed
+  core::ByteQueue body_;                        // response DATA not yet framed
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends
   std::vector<http::Header> response_trailers_; // in the arena, until the last DATA is framed
-  size_t header_bytes_ = 0;       // request header section size, for the limit
-  size_t unconsumed_ = 0;         // request DATA held back from WINDOW_UPDATE while paused
+  size_t header_bytes_ = 0;                     // request header section size, for the limit
+  size_t unconsumed_ = 0; // request DATA held back from WINDOW_UPDATE while paused
   bool paused_ = false;
-  bool dispatched_ = false;       // the handler has seen the head
-  bool deferred_ = false;         // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)
-  bool has_provider_ = false;     // the response was submitted with a body
-  bool writable_wanted_ = false;  // went above the high watermark; tell the listener when low
-  bool too_large_ = false;        // header section over the limit: answered 431
+  bool dispatched_ = false;      // the handler has seen the head
+  bool deferred_ = false;        // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)
+  bool has_provider_ = false;    // the response was submitted with a body
+  bool writable_wanted_ = false; // went above the high watermark; tell the listener when low
+  bool too_large_ = false;       // header section over the limit: answered 431
 };
 
 } // namespace portico::server

@@ -19,9 +19,9 @@ class ClientConnection;
 
 struct ServerLimits {
   http::ParserLimits parser;
-  ev_tstamp keepalive_timeout = 5;  // idle connection between requests
-  ev_tstamp header_timeout = 30;    // a request head that does not finish arriving
-  ev_tstamp linger_timeout = 2;     // reading and dropping input after a close
+  ev_tstamp keepalive_timeout = 5; // idle connection between requests
+  ev_tstamp header_timeout = 30;   // a request head that does not finish arriving
+  ev_tstamp linger_timeout = 2;    // reading and dropping input after a close
   // In a graceful stop an idle HTTP/1 connection stays open this long after its last activity:
   // a client about to reuse it gets an answer with "Connection: close" instead of a socket
   // closed under its request (the keep-alive race, moved out of every restart).
@@ -42,7 +42,9 @@ public:
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
 
-  struct ev_loop* loop() const { return loop_; }
+  struct ev_loop* loop() const {
+    return loop_;
+  }
   RequestHandler& handler() const { return handler_; }
   const ServerLimits& limits() const { return limits_; }
   ServerStats& stats() { return stats_; }

@@ -109,8 +109,7 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
 int TlsContext::alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen,
                                const unsigned char* in, unsigned int inlen, void*) {
   unsigned char* sel = nullptr;
-  if (SSL_select_next_proto(&sel, outlen, kAlpn, sizeof kAlpn, in, inlen) !=
-      OPENSSL_NPN_NEGOTIATED)
+  if (SSL_select_next_proto(&sel, outlen, kAlpn, sizeof kAlpn, in, inlen) != OPENSSL_NPN_NEGOTIATED)
     return SSL_TLSEXT_ERR_NOACK; // a client offering neither: go on without ALPN (HTTP/1.1)
   *out = sel;
   return SSL_TLSEXT_ERR_OK;

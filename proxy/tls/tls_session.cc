@@ -10,17 +10,15 @@ TlsSession::TlsSession(SSL_CTX* ctx, int fd) : ssl_(SSL_new(ctx)) {
   SSL_set_accept_state(ssl_);
 }
 
-TlsSession::~TlsSession() { SSL_free(ssl_); }
+TlsSession::~TlsSession() {
+  SSL_free(ssl_);
+}
 
 TlsSession::Io TlsSession::status(int rc) {
   switch (SSL_get_error(ssl_, rc)) {
-  case SSL_ERROR_WANT_READ:
-    return Io::WANT_READ;
-  case SSL_ERROR_WANT_WRITE:
-    return Io::WANT_WRITE;
-  case SSL_ERROR_ZERO_RETURN:
-    closed_ = true;
-    return Io::CLOSED;
+  case SSL_ERROR_WANT_READ: return Io::WANT_READ;
+  case SSL_ERROR_WANT_WRITE: return Io::WANT_WRITE;
+  case SSL_ERROR_ZERO_RETURN: closed_ = true; return Io::CLOSED;
   case SSL_ERROR_SYSCALL:
     ERR_clear_error();
     // EOF without close_notify, or a reset: either way the peer is gone.
@@ -29,9 +27,7 @@ TlsSession::Io TlsSession::status(int rc) {
       return Io::CLOSED;
     }
     return Io::ERROR;
-  default:
-    ERR_clear_error();
-    return Io::ERROR;
+  default: ERR_clear_error(); return Io::ERROR;
   }
 }
 

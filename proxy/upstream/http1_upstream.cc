@@ -79,7 +79,9 @@ void Http1Upstream::want_flush() {
     pool_.deferred().add(this);
 }
 
-void Http1Upstream::run_deferred() { flush(); }
+void Http1Upstream::run_deferred() {
+  flush();
+}
 
 void Http1Upstream::flush() {
   if (state_ != State::ACTIVE)
@@ -205,9 +207,7 @@ void Http1Upstream::on_readable() {
 void Http1Upstream::on_timer() {
   double now = ev_now(pool_.loop());
   switch (state_) {
-  case State::CONNECTING:
-    fail(UpstreamError::CONNECT_TIMEOUT);
-    return;
+  case State::CONNECTING: fail(UpstreamError::CONNECT_TIMEOUT); return;
   case State::ACTIVE: {
     // A paused read is the client's doing, not the upstream's.
     double left = last_read_ + pool_.cluster().response_timeout - now;
@@ -219,8 +219,7 @@ void Http1Upstream::on_timer() {
     return;
   }
   case State::IDLE:
-  case State::CLOSED:
-    return; // idle expiry is the pool's timer
+  case State::CLOSED: return; // idle expiry is the pool's timer
   }
 }
 
@@ -239,14 +238,16 @@ void Http1Upstream::on_response_trailer(std::string_view name, std::string_view 
     client_->on_upstream_trailer(name, value);
 }
 
-void Http1Upstream::on_response_end() { response_done_ = true; }
+void Http1Upstream::on_response_end() {
+  response_done_ = true;
+}
 
 void Http1Upstream::finish_exchange() {
   UpstreamClient* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived.
-  bool reusable = head_.keep_alive && request_complete_ && out_.empty() &&
-                  in_->readable() == 0 && state_ == State::ACTIVE;
+  bool reusable = head_.keep_alive && request_complete_ && out_.empty() && in_->readable() == 0 &&
+                  state_ == State::ACTIVE;
   ev_timer_stop(pool_.loop(), &timer_);
   if (reusable) {
     state_ = State::IDLE;

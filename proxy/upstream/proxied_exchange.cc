@@ -15,10 +15,8 @@ constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
 int status_for(UpstreamError e) {
   switch (e) {
   case UpstreamError::CONNECT_TIMEOUT:
-  case UpstreamError::RESPONSE_TIMEOUT:
-    return 504;
-  default:
-    return 502;
+  case UpstreamError::RESPONSE_TIMEOUT: return 504;
+  default: return 502;
   }
 }
 
@@ -217,7 +215,9 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {
     fail(status_for(e));
 }
 
-void ProxiedExchange::on_queue_timeout() { fail(503); }
+void ProxiedExchange::on_queue_timeout() {
+  fail(503);
+}
 
 void ProxiedExchange::fail(int status) {
   std::string_view reason = http::reason_phrase(status);

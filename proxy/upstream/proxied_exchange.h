@@ -51,7 +51,7 @@ private:
   UpstreamPool* pool_ = nullptr;
   Http1Upstream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;
-  core::ByteQueue replay_; // request body so far, while it may still be resent
+  core::ByteQueue replay_;                      // request body so far, while it may still be resent
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
   bool replayable_ = true;

@@ -137,9 +137,9 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
     append_field(out, opts.request_id_header, new_request_id(buf));
   }
   if (opts.add_via)
-    out.append(req.version == http::Version::HTTP_2 ? "via: 2 portico\r\n"
+    out.append(req.version == http::Version::HTTP_2     ? "via: 2 portico\r\n"
                : req.version == http::Version::HTTP_1_0 ? "via: 1.0 portico\r\n"
-                                                          : "via: 1.1 portico\r\n");
+                                                        : "via: 1.1 portico\r\n");
   if (framing == BodyFraming::CONTENT_LENGTH) {
     out.append("content-length: ");
     append_decimal(out, static_cast<uint64_t>(req.content_length));

@@ -36,8 +36,8 @@ std::optional<EndpointSpec> parse_endpoint(std::string_view text) {
   e.host = std::string(host);
   in6_addr a6;
   in_addr a4;
-  e.numeric = inet_pton(AF_INET, e.host.c_str(), &a4) == 1 ||
-              inet_pton(AF_INET6, e.host.c_str(), &a6) == 1;
+  e.numeric =
+      inet_pton(AF_INET, e.host.c_str(), &a4) == 1 || inet_pton(AF_INET6, e.host.c_str(), &a6) == 1;
   return e;
 }
 

@@ -15,10 +15,10 @@ struct SocketAddress {
 };
 
 struct EndpointSpec {
-  std::string text;   // as configured, for logs and metric labels
+  std::string text; // as configured, for logs and metric labels
   bool is_unix = false;
-  std::string path;   // unix
-  std::string host;   // TCP: numeric address or a name to resolve
+  std::string path; // unix
+  std::string host; // TCP: numeric address or a name to resolve
   int port = 0;
   bool numeric = false; // host is an IP literal: no resolver needed
 };

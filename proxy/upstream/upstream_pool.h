@@ -43,7 +43,9 @@ public:
   void release(Http1Upstream* u, bool reusable, double keepalive_hint);
   void on_closed(Http1Upstream* u);
   void destroy_later(Http1Upstream* u);
-  struct ev_loop* loop() const { return loop_; }
+  struct ev_loop* loop() const {
+    return loop_;
+  }
   core::DeferredQueue& deferred() const { return deferred_; }
   const config::ClusterConfig& cluster() const { return cluster_; }
   PoolStats& stats() { return stats_; }
@@ -88,7 +90,7 @@ private:
   size_t max_; // 0: unlimited
   PoolStats stats_;
 
-  size_t total_ = 0; // open connections, idle included
+  size_t total_ = 0;                   // open connections, idle included
   Http1Upstream* idle_head_ = nullptr; // newest first
   Http1Upstream* idle_tail_ = nullptr;
   size_t idle_count_ = 0;

@@ -52,9 +52,10 @@ TEST(RequestWriter, HopByHopAndConnectionNamedFieldsDropped) {
   r.target = "/";
   r.version = http::Version::HTTP_1_1;
   r.chunked = true;
-  r.headers = {{"connection", "keep-alive, x-secret"}, {"x-secret", "1"}, {"keep-alive", "5"},
-               {"transfer-encoding", "chunked"}, {"upgrade", "h2c"}, {"x-keep", "yes"},
-               {"x-forwarded-for", "10.0.0.1"}, {"x-request-id", "abc"}, {"expect", "100-continue"}};
+  r.headers = {
+      {"connection", "keep-alive, x-secret"}, {"x-secret", "1"},       {"keep-alive", "5"},
+      {"transfer-encoding", "chunked"},       {"upgrade", "h2c"},      {"x-keep", "yes"},
+      {"x-forwarded-for", "10.0.0.1"},        {"x-request-id", "abc"}, {"expect", "100-continue"}};
   ForwardingOptions opts;
   opts.add_via = true;
   write_upstream_request_head(q, r, body_framing(r, false), "::1", opts);
