@@ -9,7 +9,14 @@ namespace portico::server {
 namespace {
 // Streams outlive no connection, but their memory is reused across connections of a thread.
 constexpr size_t kMaxFreeStreams = 8192;
-thread_local std::vector<Http2Stream*> free_streams;
+// Parked streams, deleted with their thread.
+struct FreeStreams : std::vector<Http2Stream*> {
+  ~FreeStreams() {
+    for (Http2Stream* st : *this)
+      delete st;
+  }
+};
+thread_local FreeStreams free_streams;
 } // namespace
 
 Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {

@@ -181,6 +181,18 @@ def exchange_raw(port, data, timeout=5.0, responses=1, host="127.0.0.1", wait_cl
         return out, closed
 
 
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def check_sanitizer_log(text, what):
+    """Fails the test when a sanitizer reported anything in a server's log (an ASan+UBSan
+    build reports into stderr, which the harness sends to the log)."""
+    for mark in SANITIZER_MARKS:
+        if mark in text:
+            start = text.index(mark)
+            raise AssertionError(f"{what}: sanitizer report:\n{text[max(0, start - 200):start + 3000]}")
+
+
 class Process:
     """Any helper server (memcached, start_server) run for a test, stopped by its PID."""
 
@@ -214,6 +226,9 @@ class Process:
         self.proc.wait()
         if not self.log.closed:
             self.log.close()
+        if os.path.exists(self.log_path):
+            with open(self.log_path, errors="replace") as f:
+                check_sanitizer_log(f.read(), self.proc.args[0])
         return self.proc.returncode
 
 
@@ -395,6 +410,7 @@ class Backend:
             self.final_log = self.read_log()
             self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        check_sanitizer_log(self.final_log, "portico-backend")
         return self.proc.returncode
 
     def __enter__(self):
