@@ -53,9 +53,12 @@ void Acceptor::on_ready() {
   epoll_event ev;
   ::epoll_wait(epfd_, &ev, 1, 0); // collect the wakeup; the listen socket is level-triggered
   for (int i = 0; i < kAcceptsPerWakeup; ++i) {
-    int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage peer;
+    socklen_t len = sizeof peer;
+    int fd =
+        ::accept4(lfd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      ctx_.adopt(fd, tls_);
+      ctx_.adopt(fd, tls_, peer); // the peer's address from accept4: no getpeername per client
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED)

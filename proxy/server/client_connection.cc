@@ -31,23 +31,20 @@ void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
   static_cast<ClientConnection*>(w->data)->on_timer();
 }
 
-ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls)
+ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
+                                   const sockaddr_storage& ss)
     : ctx_(ctx), fd_(fd), idle_timeout_(ctx.limits().keepalive_timeout) {
   if (tls)
     tls_ = std::make_unique<tls::TlsSession>(tls, fd);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
-  sockaddr_storage ss;
-  socklen_t sslen = sizeof ss;
   const char* text = "unix";
-  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &sslen) == 0) {
-    if (ss.ss_family == AF_INET)
-      text =
-          ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, peer_, sizeof peer_);
-    else if (ss.ss_family == AF_INET6)
-      text = ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, peer_,
-                         sizeof peer_);
-  }
+  if (ss.ss_family == AF_INET)
+    text = ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, peer_,
+                       sizeof peer_);
+  else if (ss.ss_family == AF_INET6)
+    text = ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, peer_,
+                       sizeof peer_);
   if (text != peer_)
     std::strncpy(peer_, text ? text : "unknown", sizeof peer_ - 1);
   peer_len_ = static_cast<uint8_t>(std::strlen(peer_));

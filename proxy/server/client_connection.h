@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <memory>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 namespace portico::tls {
 class TlsSession;
@@ -22,7 +23,7 @@ struct UpgradeToH2;
 class ClientConnection {
 public:
   // tls: the listener's OpenSSL context, or null for cleartext.
-  ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls);
+  ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer);
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;

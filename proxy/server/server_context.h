@@ -11,6 +11,7 @@
 #include <functional>
 #include <openssl/ssl.h>
 #include <string>
+#include <sys/socket.h>
 #include <vector>
 
 namespace portico::server {
@@ -51,7 +52,7 @@ public:
 
   // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.
-  void adopt(int fd, SSL_CTX* tls = nullptr);
+  void adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer);
   void mark_dirty(ClientConnection* c);
   void remove(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }
