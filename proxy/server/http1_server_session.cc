@@ -1,6 +1,7 @@
 #include "server/http1_server_session.h"
 
 #include "core/http_date.h"
+#include "http/http1_writer.h"
 #include "server/client_connection.h"
 #include "server/h2c_upgrade.h"
 #include "server/server_context.h"
@@ -9,21 +10,7 @@
 
 namespace portico::server {
 
-namespace {
-
-void append_decimal(core::ByteQueue& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-void append_hex(core::ByteQueue& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-} // namespace
+using http::append_decimal;
 
 // ---- Http1Exchange: the response side, written straight into the connection's output ----
 
@@ -45,14 +32,10 @@ void Http1Exchange::send_body(std::string_view data) {
   if (!head_sent_ || response_ended_ || no_body_ || data.empty())
     return;
   auto& out = session_.conn_.output();
-  if (chunked_) {
-    append_hex(out, data.size());
-    out.append("\r\n");
+  if (chunked_)
+    http::append_chunk(out, data);
+  else
     out.append(data);
-    out.append("\r\n");
-  } else {
-    out.append(data);
-  }
   session_.conn_.want_flush();
 }
 
@@ -64,18 +47,9 @@ void Http1Exchange::end_response_with_trailers(std::span<const http::Header> tra
   if (!head_sent_ || response_ended_)
     return;
   response_ended_ = true;
-  if (chunked_) {
-    // Written before the exchange can close: the trailers may belong to the listener.
-    auto& out = session_.conn_.output();
-    out.append("0\r\n");
-    for (const auto& t : trailers) {
-      out.append(t.name);
-      out.append(": ");
-      out.append(t.value);
-      out.append("\r\n");
-    }
-    out.append("\r\n");
-  }
+  // Written before the exchange can close: the trailers may belong to the listener.
+  if (chunked_)
+    http::append_last_chunk(session_.conn_.output(), trailers);
   session_.conn_.want_flush();
   if (request_ended_)
     session_.finish_exchange();
@@ -231,12 +205,8 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
   out.append("\r\ndate: ");
   out.append(core::http_date_now());
   out.append("\r\n");
-  for (const auto& h : head) {
-    out.append(h.name);
-    out.append(": ");
-    out.append(h.value);
-    out.append("\r\n");
-  }
+  for (const auto& h : head)
+    http::append_field(out, h.name, h.value);
   if (head.content_length >= 0 && !(http::status_has_no_body(head.status))) {
     out.append("content-length: ");
     append_decimal(out, static_cast<uint64_t>(head.content_length));

@@ -1,5 +1,6 @@
 #include "upstream/proxied_exchange.h"
 
+#include "http/http1_writer.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream.h"
 
@@ -45,12 +46,8 @@ void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
   write_upstream_request_head(out, ex_.request(), framing_, ex_.client_address(), fwd_);
   if (!replay_.empty()) {
     // The body so far: what arrived while queued, or all of it again on a retry.
-    if (framing_ == BodyFraming::CHUNKED) {
-      char size[24];
-      auto r = std::to_chars(size, size + sizeof size, replay_.size(), 16);
-      out.append(size, static_cast<size_t>(r.ptr - size));
-      out.append("\r\n");
-    }
+    if (framing_ == BodyFraming::CHUNKED)
+      http::append_chunk_size(out, replay_.size());
     // Copied without draining: the bytes stay replayable. At most kReplayLimit plus one
     // read's worth, so 64 blocks always cover it.
     iovec iov[64];
@@ -73,31 +70,16 @@ void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
 
 void ProxiedExchange::write_body(std::string_view data) {
   auto& out = up_->output();
-  if (framing_ == BodyFraming::CHUNKED) {
-    char size[24];
-    auto r = std::to_chars(size, size + sizeof size, data.size(), 16);
-    out.append(size, static_cast<size_t>(r.ptr - size));
-    out.append("\r\n");
+  if (framing_ == BodyFraming::CHUNKED)
+    http::append_chunk(out, data);
+  else
     out.append(data);
-    out.append("\r\n");
-  } else {
-    out.append(data);
-  }
   up_->want_flush();
 }
 
 void ProxiedExchange::finish_request() {
-  if (framing_ == BodyFraming::CHUNKED) {
-    auto& out = up_->output();
-    out.append("0\r\n");
-    for (const auto& t : request_trailers_) {
-      out.append(t.name);
-      out.append(": ");
-      out.append(t.value);
-      out.append("\r\n");
-    }
-    out.append("\r\n");
-  }
+  if (framing_ == BodyFraming::CHUNKED)
+    http::append_last_chunk(up_->output(), request_trailers_);
   up_->request_complete();
   up_->want_flush();
 }

@@ -1,5 +1,7 @@
 #include "upstream/request_writer.h"
 
+#include "http/http1_writer.h"
+
 #include <charconv>
 #include <cstdint>
 #include <random>
@@ -7,19 +9,6 @@
 namespace portico::upstream {
 
 namespace {
-
-void append_decimal(core::ByteQueue& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-void append_field(core::ByteQueue& out, std::string_view name, std::string_view value) {
-  out.append(name);
-  out.append(": ");
-  out.append(value);
-  out.append("\r\n");
-}
 
 // 16 hex digits, unique enough per process: a random per-thread prefix and a counter.
 std::string_view new_request_id(char* buf) {
@@ -105,7 +94,7 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
       out.append("\r\n");
       continue;
     }
-    append_field(out, h.name, h.value);
+    http::append_field(out, h.name, h.value);
   }
   if (opts.add_forwarded) {
     out.append("x-forwarded-for: ");
@@ -134,7 +123,7 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
   }
   if (!opts.request_id_header.empty() && request_id.empty()) {
     char buf[16];
-    append_field(out, opts.request_id_header, new_request_id(buf));
+    http::append_field(out, opts.request_id_header, new_request_id(buf));
   }
   if (opts.add_via)
     out.append(req.version == http::Version::HTTP_2     ? "via: 2 portico\r\n"
@@ -142,7 +131,7 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
                                                         : "via: 1.1 portico\r\n");
   if (framing == BodyFraming::CONTENT_LENGTH) {
     out.append("content-length: ");
-    append_decimal(out, static_cast<uint64_t>(req.content_length));
+    http::append_decimal(out, static_cast<uint64_t>(req.content_length));
     out.append("\r\n");
   } else if (framing == BodyFraming::CHUNKED) {
     out.append("transfer-encoding: chunked\r\n");
