@@ -1,5 +1,6 @@
 #include "static_files.h"
 
+#include "conditional_request.h"
 #include "content_types.h"
 #include "core/http_date.h"
 
@@ -131,32 +132,6 @@ void format_meta(StaticFiles::FileMeta& m, std::string_view type, int64_t size, 
   core::format_http_date(mtime.tv_sec, m.last_modified);
 }
 
-// True when an If-None-Match list names etag, by weak comparison (RFC 9110 8.8.3.2): "W/" is
-// ignored on either side.
-bool etag_list_matches(std::string_view list, std::string_view etag) {
-  size_t i = 0;
-  while (i < list.size()) {
-    char c = list[i];
-    if (c == ' ' || c == '\t' || c == ',') {
-      ++i;
-      continue;
-    }
-    if (c == '*')
-      return true;
-    if (list.substr(i, 2) == "W/")
-      i += 2;
-    if (i >= list.size() || list[i] != '"')
-      return false; // malformed: no match, so the full response goes out
-    size_t close = list.find('"', i + 1);
-    if (close == std::string_view::npos)
-      return false;
-    if (list.substr(i, close - i + 1) == etag)
-      return true;
-    i = close + 1;
-  }
-  return false;
-}
-
 // An HTTP date from a conditional header; what clients echo back is recognised without a parse
 // (which allocates).
 std::optional<time_t> date_of(std::string_view v, const StaticFiles::FileMeta& m) {
@@ -170,82 +145,6 @@ bool if_range_holds(std::string_view v, const StaticFiles::FileMeta& m) {
     return v == m.etag_view();
   auto t = date_of(v, m);
   return t && *t == m.mtime;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-bool parse_offset(std::string_view s, int64_t* out) {
-  uint64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v > INT64_MAX)
-    return false;
-  *out = static_cast<int64_t>(v);
-  return true;
-}
-
-enum class RangeKind {
-  FULL,          // no usable Range: the whole file with 200
-  PARTIAL,       // one satisfiable range: 206
-  UNSATISFIABLE, // 416
-};
-
-// One byte range (RFC 9110 14.1.2). Several ranges are answered with the whole file, which
-// the RFC allows and which spares us multipart/byteranges; a malformed header is ignored.
-RangeKind parse_range(std::string_view v, int64_t size, int64_t* first, int64_t* last) {
-  v = trim(v);
-  if (v.size() < 6 || !http::iequals(v.substr(0, 6), "bytes="))
-    return RangeKind::FULL;
-  v.remove_prefix(6);
-  if (v.find(',') != std::string_view::npos)
-    return RangeKind::FULL;
-  size_t dash = v.find('-');
-  if (dash == std::string_view::npos)
-    return RangeKind::FULL;
-  std::string_view a = trim(v.substr(0, dash)), b = trim(v.substr(dash + 1));
-  int64_t f = 0, l = 0;
-  if (a.empty()) { // "-N": the last N bytes
-    if (!parse_offset(b, &l))
-      return RangeKind::FULL;
-    if (l == 0 || size == 0)
-      return RangeKind::UNSATISFIABLE;
-    *first = size > l ? size - l : 0;
-    *last = size - 1;
-    return RangeKind::PARTIAL;
-  }
-  if (!parse_offset(a, &f))
-    return RangeKind::FULL;
-  if (b.empty()) {
-    l = INT64_MAX;
-  } else if (!parse_offset(b, &l) || l < f) {
-    return RangeKind::FULL;
-  }
-  if (f >= size)
-    return RangeKind::UNSATISFIABLE;
-  *first = f;
-  *last = std::min(l, size - 1);
-  return RangeKind::PARTIAL;
-}
-
-// "bytes FIRST-LAST/SIZE", or "bytes */SIZE" when first < 0; out holds at least 64 bytes.
-std::string_view format_content_range(char* out, int64_t first, int64_t last, int64_t size) {
-  char* end = out + 64;
-  char* p = std::copy_n("bytes ", 6, out);
-  if (first < 0) {
-    *p++ = '*';
-  } else {
-    p = std::to_chars(p, end, first).ptr;
-    *p++ = '-';
-    p = std::to_chars(p, end, last).ptr;
-  }
-  *p++ = '/';
-  p = std::to_chars(p, end, size).ptr;
-  return {out, static_cast<size_t>(p - out)};
 }
 
 struct BodyPlan {
