@@ -1,6 +1,6 @@
 // portico: reverse proxy and HTTP/2 terminator. See README.md for the configuration.
 #include "config/config_loader.h"
-#include "portico/proxy_worker.h"
+#include "portico/supervisor.h"
 #include "tls/tls_context.h"
 
 #include <cerrno>
@@ -106,62 +106,40 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "portico: listening on %s\n", l.address.text.c_str());
   }
 
+  int admin_fd = -1;
+  if (cfg->admin.enabled) {
+    std::string err;
+    admin_fd = core::open_listener(cfg->admin.address, 128, false, &err);
+    if (admin_fd < 0) {
+      std::fprintf(stderr, "portico: admin: %s\n", err.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "portico: admin on %s\n", cfg->admin.address.text.c_str());
+  }
+
+  // Blocked before any thread starts, so that every thread inherits the mask and the signals
+  // reach the supervisor's loop only.
   sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP})
     sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr); // worker threads inherit the mask
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  std::vector<std::unique_ptr<proxy::ProxyWorker>> pool;
-  for (int w = 0; w < workers; ++w)
-    pool.push_back(std::make_unique<proxy::ProxyWorker>(*cfg, w, workers, fds[w]));
-  for (auto& w : pool)
-    w->start();
-  std::fprintf(stderr, "portico: started %d workers\n", workers);
-
-  bool draining = false;
-  timespec deadline{};
-  for (;;) {
-    bool all_done = true;
-    for (auto& w : pool)
-      all_done &= w->finished();
-    if (all_done)
-      break;
-    timespec tick{0, 50 * 1000 * 1000};
-    int sig = sigtimedwait(&set, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGQUIT) {
-      if (!draining) {
-        std::fprintf(stderr, "portico: graceful stop\n");
-        draining = true;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += static_cast<time_t>(cfg->server.grace_period);
-        for (auto& w : pool)
-          w->drain();
-      }
-    } else if (sig == SIGINT) {
-      std::fprintf(stderr, "portico: immediate stop\n");
-      for (auto& w : pool)
-        w->stop();
-    } else if (sig == SIGHUP) {
-      std::fprintf(stderr, "portico: configuration reload is not supported yet; ignoring HUP\n");
-    }
-    if (draining) {
-      timespec now;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if (now.tv_sec >= deadline.tv_sec)
-        for (auto& w : pool)
-          w->stop();
-    }
+  int code;
+  {
+    std::vector<std::vector<proxy::ProxyWorker::Listen>> per_worker = fds;
+    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd);
+    code = supervisor.run();
   }
-  pool.clear();
   std::set<int> open_fds; // a unix socket is shared by the workers: close it once
   for (auto& list : fds)
     for (const auto& l : list)
       open_fds.insert(l.fd);
   for (int fd : open_fds)
     ::close(fd);
+  if (admin_fd >= 0)
+    ::close(admin_fd);
   for (const auto& p : unix_paths)
     ::unlink(p.c_str());
-  std::fprintf(stderr, "portico: stopped\n");
-  return 0;
+  return code;
 }

@@ -18,16 +18,18 @@ server::ServerLimits limits_from(const config::Config& cfg) {
 } // namespace
 
 ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
-                         std::vector<Listen> listens)
-    : listens_(std::move(listens)) {
+                         std::vector<Listen> listens, const std::vector<double>* bounds,
+                         struct ev_loop* main_loop, ev_async* done)
+    : listens_(std::move(listens)), main_loop_(main_loop), done_(done) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
+  metrics_ = std::make_unique<metrics::WorkerMetrics>(cfg, bounds);
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
   resolver_ = std::make_unique<upstream::DnsResolver>(loop_);
   std::vector<std::unique_ptr<upstream::Cluster>> clusters;
-  for (const auto& c : cfg.clusters)
-    clusters.push_back(
-        std::make_unique<upstream::Cluster>(loop_, *deferred_, *resolver_, c, index, count));
-  router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters));
+  for (size_t i = 0; i < cfg.clusters.size(); ++i)
+    clusters.push_back(std::make_unique<upstream::Cluster>(
+        loop_, *deferred_, *resolver_, cfg.clusters[i], index, count, metrics_->cluster(i)));
+  router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters), *metrics_);
   ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg));
   ev_async_init(&async_, async_cb);
   async_.data = this;
@@ -57,6 +59,7 @@ void ProxyWorker::start() {
 void ProxyWorker::run() {
   ev_run(loop_, 0);
   finished_.store(true, std::memory_order_release);
+  ev_async_send(main_loop_, done_);
 }
 
 void ProxyWorker::drain() {

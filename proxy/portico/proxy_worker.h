@@ -4,6 +4,7 @@
 // shared with another worker; the main thread talks to it only through an ev_async.
 #include "config/config.h"
 #include "core/deferred_queue.h"
+#include "metrics/worker_metrics.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
@@ -23,7 +24,10 @@ public:
     int fd;
     SSL_CTX* tls; // null for cleartext
   };
-  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<Listen> listens);
+  // bounds: the histograms' bucket bounds, shared by every worker. done: sent (from the worker
+  // thread) when its loop has ended.
+  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<Listen> listens,
+              const std::vector<double>* bounds, struct ev_loop* main_loop, ev_async* done);
   ~ProxyWorker();
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
@@ -35,6 +39,9 @@ public:
   void stop();
   void join();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // For the admin thread: read with relaxed loads, never written from there.
+  const metrics::WorkerMetrics& metrics() const { return *metrics_; }
+  const server::ServerStats& server_stats() const { return ctx_->stats(); }
 
 private:
   static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
@@ -42,6 +49,7 @@ private:
   void run();
 
   struct ev_loop* loop_;
+  std::unique_ptr<metrics::WorkerMetrics> metrics_;
   std::unique_ptr<core::DeferredQueue> deferred_;
   std::unique_ptr<upstream::DnsResolver> resolver_;
   std::unique_ptr<upstream::Router> router_;
@@ -52,6 +60,8 @@ private:
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> finished_{false};
   bool draining_ = false;
+  struct ev_loop* main_loop_;
+  ev_async* done_;
   std::thread thread_;
 };
 

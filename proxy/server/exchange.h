@@ -70,6 +70,8 @@ public:
 
   // The client's address as text ("192.0.2.1", "2001:db8::1", "unix"), for X-Forwarded-For.
   std::string_view client_address() const { return client_address_; }
+  // The client connection is TLS (set by the session; :scheme is the client's claim).
+  bool over_tls() const { return over_tls_; }
 
   bool head_sent() const { return head_sent_; }
   bool response_ended() const { return response_ended_; }
@@ -85,6 +87,7 @@ protected:
   struct ev_loop* loop_ = nullptr;
   ExchangeListener* listener_ = nullptr;
   std::string_view client_address_;
+  bool over_tls_ = false;
   bool head_sent_ = false;
   bool response_ended_ = false;
   bool request_ended_ = false;

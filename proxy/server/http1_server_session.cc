@@ -106,10 +106,11 @@ void Http1ServerSession::on_request_head(http::RequestHead& head) {
   active_ = true;
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
+  ex_.over_tls_ = conn_.is_tls();
   if (conn_.is_tls())
     head.scheme = "https";
   auto& ctx = conn_.context();
-  ++ctx.stats().requests;
+  ctx.stats().requests.inc();
   if (try_upgrade_h2c(head))
     return;
   continue_pending_ =

@@ -288,13 +288,14 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
   st.dispatched_ = true;
   st.loop_ = conn_.loop();
   st.client_address_ = conn_.peer_address();
+  st.over_tls_ = conn_.is_tls();
   r.version = http::Version::HTTP_2;
   if (r.scheme.empty())
     r.scheme = "http";
   if (r.authority.empty())
     if (const auto* host = r.find("host"))
       r.authority = host->value;
-  ++ctx.stats().requests;
+  ctx.stats().requests.inc();
   if (st.too_large_) {
     st.respond(431, "text/plain", "Request Header Fields Too Large\n");
     return;

@@ -29,7 +29,7 @@ void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer) {
   auto* c = new ClientConnection(*this, fd, tls, peer);
   c->index = connections_.size();
   connections_.push_back(c);
-  ++stats_.connections_accepted;
+  stats_.connections_accepted.inc();
   if (draining_)
     c->drain();
 }
@@ -42,6 +42,7 @@ void ServerContext::mark_dirty(ClientConnection* c) {
 }
 
 void ServerContext::remove(ClientConnection* c) {
+  stats_.connections_closed.inc();
   size_t i = c->index;
   connections_[i] = connections_.back();
   connections_[i]->index = i;

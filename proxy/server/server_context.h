@@ -4,6 +4,7 @@
 // ev_prepare, after every callback has run) the context parses deferred input, flushes output
 // with one writev per connection, and destroys closed connections, so no object is ever
 // deleted inside its own callback.
+#include "core/counter.h"
 #include "http/http1_request_parser.h"
 #include "server/exchange.h"
 
@@ -31,9 +32,11 @@ struct ServerLimits {
   std::string server_name = "portico"; // the Server header
 };
 
+// Written by the worker, readable from the admin thread.
 struct ServerStats {
-  uint64_t connections_accepted = 0;
-  uint64_t requests = 0;
+  core::Counter connections_accepted;
+  core::Counter connections_closed;
+  core::Counter requests;
 };
 
 class ServerContext {
@@ -49,6 +52,7 @@ public:
   RequestHandler& handler() const { return handler_; }
   const ServerLimits& limits() const { return limits_; }
   ServerStats& stats() { return stats_; }
+  const ServerStats& stats() const { return stats_; }
 
   // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.

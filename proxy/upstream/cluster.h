@@ -17,7 +17,9 @@ class Cluster {
 public:
   // worker_index of worker_count: how this worker's share of max_connections is computed.
   Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolver& resolver,
-          const config::ClusterConfig& cfg, int worker_index, int worker_count);
+          const config::ClusterConfig& cfg, int worker_index, int worker_count,
+          metrics::ClusterMetrics& metrics);
+  metrics::ClusterMetrics& metrics() const { return metrics_; }
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -43,6 +45,7 @@ private:
   struct ev_loop* loop_;
   DnsResolver& resolver_;
   const config::ClusterConfig& cfg_;
+  metrics::ClusterMetrics& metrics_;
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
   std::vector<std::unique_ptr<NameRefresh>> refresh_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks

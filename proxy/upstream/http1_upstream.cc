@@ -32,6 +32,7 @@ Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
   ev_init(&timer_, timer_cb);
   timer_.data = this;
   in_ = core::BlockPool::local().get();
+  connect_started_ = ev_time();
   // Writability tells that connect(2) finished, one way or the other.
   ev_io_start(pool_.loop(), &wev_);
   arm_timer(pool_.cluster().connect_timeout);
@@ -128,6 +129,7 @@ void Http1Upstream::on_connected() {
     return;
   }
   state_ = State::ACTIVE;
+  pool_.metrics().connect.observe(ev_time() - connect_started_);
   ev_io_start(pool_.loop(), &rev_);
   last_read_ = ev_now(pool_.loop());
   arm_timer(pool_.cluster().response_timeout);
@@ -263,7 +265,7 @@ void Http1Upstream::fail(UpstreamError e) {
   UpstreamClient* c = client_;
   client_ = nullptr;
   bool retryable = (e == UpstreamError::RESET) && requests_ > 1 && !response_seen_;
-  ++pool_.stats().errors[static_cast<int>(e)];
+  pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)
     c->on_upstream_error(e, retryable);

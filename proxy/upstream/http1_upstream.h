@@ -76,6 +76,7 @@ private:
   ev_io rev_, wev_;
   ev_timer timer_;
   double last_read_ = 0;
+  double connect_started_ = 0;
   core::Block* in_ = nullptr;
   core::ByteQueue out_;
   http::Arena arena_;

@@ -23,16 +23,24 @@ int status_for(UpstreamError e) {
 
 } // namespace
 
-void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd) {
-  auto* p = new ProxiedExchange(ex, cluster, fwd);
+metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
+  if (ex.request().version != http::Version::HTTP_2)
+    return metrics::Protocol::H1;
+  return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
+}
+
+void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+                            metrics::RouteMetrics& route) {
+  auto* p = new ProxiedExchange(ex, cluster, fwd, route);
   ex.set_listener(p);
   p->pool_ = &cluster.pick();
+  p->phase_at_ = p->started_at_;
   p->pool_->acquire(p, false);
 }
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
-                                 const ForwardingOptions& fwd)
-    : ex_(ex), cluster_(cluster), fwd_(fwd) {
+                                 const ForwardingOptions& fwd, metrics::RouteMetrics& route)
+    : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()) {
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
   framing_ = body_framing(ex.request(),
@@ -42,6 +50,9 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
 
 void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
   up_ = &up;
+  double now = ev_time();
+  cluster_.metrics().queue_wait.observe(now - phase_at_);
+  phase_at_ = now;
   auto& out = up.output();
   write_upstream_request_head(out, ex_.request(), framing_, ex_.client_address(), fwd_);
   if (!replay_.empty()) {
@@ -87,6 +98,7 @@ void ProxiedExchange::finish_request() {
 void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view data) {
   if (data.empty())
     return;
+  route_metrics_.bytes_received.inc(data.size());
   if (replayable_ || !up_) {
     if (up_ && replay_.size() + data.size() > kReplayLimit) {
       replayable_ = false; // too large to keep: this request will not be retried
@@ -140,10 +152,13 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     head.add(f.name, f.value);
   }
   response_started_ = true;
+  status_ = h.status;
+  cluster_.metrics().first_byte.observe(ev_time() - phase_at_);
   ex_.send_head(head);
 }
 
 void ProxiedExchange::on_upstream_body(std::string_view data) {
+  route_metrics_.bytes_sent.inc(data.size());
   ex_.send_body(data);
   if (up_ && !upstream_paused_ && ex_.above_high_watermark()) {
     upstream_paused_ = true;
@@ -176,6 +191,7 @@ void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_vie
 
 void ProxiedExchange::on_upstream_end() {
   up_ = nullptr;
+  cluster_.metrics().upstream.observe(ev_time() - phase_at_);
   // Both may close the exchange and delete this.
   if (response_trailers_.empty())
     ex_.end_response();
@@ -187,7 +203,8 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {
   up_ = nullptr;
   if (retryable && !retried_ && replayable_ && !response_started_) {
     retried_ = true;
-    ++pool_->stats().retries;
+    pool_->metrics().errors[5].inc(); // retried
+    phase_at_ = ev_time();
     pool_->acquire(this, true);
     return;
   }
@@ -202,6 +219,7 @@ void ProxiedExchange::on_queue_timeout() {
 }
 
 void ProxiedExchange::fail(int status) {
+  status_ = status;
   std::string_view reason = http::reason_phrase(status);
   char body[64];
   size_t n = std::min(reason.size(), sizeof body - 1);
@@ -210,7 +228,11 @@ void ProxiedExchange::fail(int status) {
   ex_.respond(status, "text/plain", {body, n}); // may delete this
 }
 
-void ProxiedExchange::on_exchange_close(server::Exchange&) {
+void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
+  // A client gone before any answer counts as 4xx, like nginx's 499.
+  int cls = status_ >= 100 && status_ < 600 ? status_ / 100 - 1 : 3;
+  route_metrics_.requests[static_cast<size_t>(protocol_of(ex))][cls].inc();
+  route_metrics_.duration.observe(ev_time() - started_at_);
   if (queued)
     pool_->cancel(this);
   if (up_)

@@ -4,6 +4,7 @@
 // ways with backpressure; a request whose reused connection fails before any response byte is
 // retried once on a fresh connection while its body is still replayable.
 #include "core/byte_queue.h"
+#include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
 #include "upstream/upstream_client.h"
@@ -20,10 +21,13 @@ public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried.
   static constexpr size_t kReplayLimit = 64 * 1024;
 
-  static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd);
+  static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+                    metrics::RouteMetrics& route);
+  static metrics::Protocol protocol_of(const server::Exchange& ex);
 
 private:
-  ProxiedExchange(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd);
+  ProxiedExchange(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+                  metrics::RouteMetrics& route);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;
   void on_request_end(server::Exchange& ex) override;
@@ -48,6 +52,10 @@ private:
   server::Exchange& ex_;
   Cluster& cluster_;
   const ForwardingOptions& fwd_;
+  metrics::RouteMetrics& route_metrics_;
+  double started_at_;   // ev_time(): the request head is complete
+  double phase_at_ = 0; // waiting for a connection since, then handed to one at
+  int status_ = 0;      // what the client was answered, 0 before that
   UpstreamPool* pool_ = nullptr;
   Http1Upstream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;

@@ -15,8 +15,9 @@ std::string_view strip_port(std::string_view a) {
 }
 } // namespace
 
-Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters)
-    : cfg_(cfg), clusters_(std::move(clusters)) {
+Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
+               metrics::WorkerMetrics& metrics)
+    : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics) {
   fwd_.add_forwarded = cfg.server.add_forwarded;
   fwd_.add_via = cfg.server.add_via;
   fwd_.request_id_header = cfg.server.request_id_header;
@@ -37,12 +38,16 @@ bool Router::host_matches(std::string_view pattern, std::string_view authority) 
 void Router::on_request(server::Exchange& ex) {
   const auto& req = ex.request();
   std::string_view path = req.path();
-  for (const auto& r : cfg_.routes) {
+  for (size_t i = 0; i < cfg_.routes.size(); ++i) {
+    const auto& r = cfg_.routes[i];
     if (!path.starts_with(r.path_prefix) || !host_matches(r.host, req.authority))
       continue;
-    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_);
+    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i));
     return;
   }
+  auto& none = metrics_.route(cfg_.routes.size());
+  none.requests[static_cast<size_t>(ProxiedExchange::protocol_of(ex))][3].inc();
+  none.duration.observe(0);
   ex.respond(404, "text/plain", "no route\n");
 }
 

@@ -3,6 +3,7 @@
 // routes (first match wins) and hands it to its cluster as a ProxiedExchange. One Router per
 // worker thread, with that worker's clusters.
 #include "config/config.h"
+#include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
 #include "upstream/request_writer.h"
@@ -14,7 +15,8 @@ namespace portico::upstream {
 
 class Router final : public server::RequestHandler {
 public:
-  Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters);
+  Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
+         metrics::WorkerMetrics& metrics);
   void on_request(server::Exchange& ex) override;
   const std::vector<std::unique_ptr<Cluster>>& clusters() const { return clusters_; }
 
@@ -25,6 +27,7 @@ public:
 private:
   const config::Config& cfg_;
   std::vector<std::unique_ptr<Cluster>> clusters_;
+  metrics::WorkerMetrics& metrics_;
   ForwardingOptions fwd_;
 };
 

@@ -28,9 +28,10 @@ const char* to_string(UpstreamError e) {
 }
 
 UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
-                           const config::ClusterConfig& cluster, int max_connections)
+                           const config::ClusterConfig& cluster, int max_connections,
+                           metrics::ClusterMetrics& metrics)
     : loop_(loop), deferred_(deferred), spec_(std::move(spec)), cluster_(cluster),
-      max_(static_cast<size_t>(std::max(0, max_connections))) {
+      max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics) {
   if (auto a = literal_address(spec_))
     set_address(*a);
   ev_init(&queue_timer_, queue_timer_cb);
@@ -56,7 +57,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
   if (!fresh && idle_head_) {
     Http1Upstream* u = idle_head_;
     unlink_idle(u);
-    ++stats_.reuses;
+    ++reuses_;
     u->attach(client, client->is_head_request());
     client->on_upstream_ready(*u);
     return;
@@ -72,7 +73,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     return;
   }
   if (has_address_ && cluster_.queue_timeout <= 0) {
-    ++stats_.queue_timeouts;
+    metrics_.errors[6].inc(); // queue_timeout
     client->on_queue_timeout();
     return;
   }
@@ -96,11 +97,11 @@ bool UpstreamPool::connect_for(UpstreamClient* client) {
   }
   int fd = connect_nonblocking(address_);
   if (fd < 0) {
-    ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)];
+    metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
     return false;
   }
-  ++stats_.connects;
+  ++connects_;
   ++total_;
   auto* u = new Http1Upstream(*this, fd);
   u->attach(client, client->is_head_request());
@@ -119,7 +120,7 @@ void UpstreamPool::address_failed() {
     return; // keep using the last good answer
   while (UpstreamClient* c = wait_head_) {
     cancel(c);
-    ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)];
+    metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     c->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
   }
 }
@@ -148,7 +149,7 @@ void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hin
   if (wait_head_) {
     UpstreamClient* c = wait_head_;
     cancel(c);
-    ++stats_.reuses;
+    ++reuses_;
     u->attach(c, c->is_head_request());
     c->on_upstream_ready(*u);
     return;
@@ -238,11 +239,11 @@ void UpstreamPool::on_queue_timer() {
     cancel(c);
     if (!has_address_) {
       // Still no answer from the resolver: a gateway timeout, not a full queue.
-      ++stats_.errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)];
+      metrics_.errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
       c->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, false);
       continue;
     }
-    ++stats_.queue_timeouts;
+    metrics_.errors[6].inc(); // queue_timeout
     c->on_queue_timeout();
   }
   arm_queue_timer();

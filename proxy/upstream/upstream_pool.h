@@ -5,6 +5,7 @@
 // deadline, rather than piling up in the upstream's listen backlog.
 #include "config/config.h"
 #include "core/deferred_queue.h"
+#include "metrics/worker_metrics.h"
 #include "upstream/upstream_client.h"
 #include "upstream/upstream_endpoint.h"
 
@@ -17,18 +18,11 @@ namespace portico::upstream {
 
 class Http1Upstream;
 
-struct PoolStats {
-  uint64_t connects = 0;
-  uint64_t reuses = 0;
-  uint64_t queue_timeouts = 0;
-  uint64_t errors[5] = {}; // by UpstreamError
-  uint64_t retries = 0;
-};
-
 class UpstreamPool {
 public:
   UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
-               const config::ClusterConfig& cluster, int max_connections);
+               const config::ClusterConfig& cluster, int max_connections,
+               metrics::ClusterMetrics& metrics);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -48,7 +42,10 @@ public:
   }
   core::DeferredQueue& deferred() const { return deferred_; }
   const config::ClusterConfig& cluster() const { return cluster_; }
-  PoolStats& stats() { return stats_; }
+  metrics::ClusterMetrics& metrics() { return metrics_; }
+  // Counted here rather than in metrics: per endpoint, for /status.
+  uint64_t connects() const { return connects_; }
+  uint64_t reuses() const { return reuses_; }
 
   const EndpointSpec& endpoint() const { return spec_; }
   // The endpoint's address, once known (a name waits for the resolver; requests queue).
@@ -88,7 +85,9 @@ private:
   SocketAddress address_;
   bool has_address_ = false;
   size_t max_; // 0: unlimited
-  PoolStats stats_;
+  metrics::ClusterMetrics& metrics_;
+  uint64_t connects_ = 0;
+  uint64_t reuses_ = 0;
 
   size_t total_ = 0;                   // open connections, idle included
   Http1Upstream* idle_head_ = nullptr; // newest first

@@ -1,0 +1,181 @@
+#include "metrics/exposition.h"
+
+#include <algorithm>
+#include <limits>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+namespace portico::metrics {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily family(const char* name, const char* help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+ClientMetric histogram_metric(std::vector<ClientMetric::Label> labels,
+                              const std::vector<const Histogram*>& parts) {
+  std::vector<uint64_t> buckets;
+  uint64_t count = 0;
+  double sum = 0;
+  for (const Histogram* h : parts)
+    h->add_to(buckets, count, sum);
+  ClientMetric m;
+  m.label = std::move(labels);
+  const auto& bounds = parts.front()->bounds();
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += buckets[i];
+    m.histogram.bucket.push_back({cumulative, bounds[i]});
+  }
+  cumulative += buckets[bounds.size()];
+  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  // The count is the +Inf bucket, read above: a scrape racing a record stays consistent.
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = sum;
+  return m;
+}
+
+} // namespace
+
+std::string route_label(const config::Config& cfg, size_t i) {
+  if (i >= cfg.routes.size())
+    return "none";
+  const auto& r = cfg.routes[i];
+  return (r.host.empty() ? std::string("*") : r.host) + r.path_prefix;
+}
+
+std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
+                   const std::vector<const server::ServerStats*>& servers, double uptime_seconds) {
+  std::vector<MetricFamily> out;
+  static const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+
+  auto requests = family("portico_requests_total",
+                         "Requests answered, by client protocol, route, cluster and status class.",
+                         MetricType::Counter);
+  auto duration =
+      family("portico_request_duration_seconds",
+             "Client's view of a request: first byte in to last byte out.", MetricType::Histogram);
+  auto bytes_in = family("portico_request_body_bytes_received_total",
+                         "Request body bytes received from clients.", MetricType::Counter);
+  auto bytes_out = family("portico_response_body_bytes_sent_total",
+                          "Response body bytes sent to clients.", MetricType::Counter);
+  size_t routes = shards.empty() ? 0 : shards.front()->route_count();
+  for (size_t r = 0; r < routes; ++r) {
+    std::string route = route_label(cfg, r);
+    std::string cluster = r < cfg.routes.size() ? cfg.routes[r].cluster : "none";
+    for (size_t p = 0; p < static_cast<size_t>(Protocol::COUNT); ++p)
+      for (size_t c = 0; c < 5; ++c) {
+        uint64_t n = 0;
+        for (const auto* s : shards)
+          n += s->route(r).requests[p][c].get();
+        if (n == 0)
+          continue; // only combinations that happened
+        ClientMetric m;
+        m.label = {{"protocol", to_string(static_cast<Protocol>(p))},
+                   {"route", route},
+                   {"cluster", cluster},
+                   {"status_class", kClasses[c]}};
+        m.counter.value = static_cast<double>(n);
+        requests.metric.push_back(std::move(m));
+      }
+    std::vector<const Histogram*> parts;
+    uint64_t in = 0, sent = 0;
+    for (const auto* s : shards) {
+      parts.push_back(&s->route(r).duration);
+      in += s->route(r).bytes_received.get();
+      sent += s->route(r).bytes_sent.get();
+    }
+    duration.metric.push_back(histogram_metric({{"route", route}, {"cluster", cluster}}, parts));
+    ClientMetric mi, mo;
+    mi.label = mo.label = {{"route", route}, {"cluster", cluster}};
+    mi.counter.value = static_cast<double>(in);
+    mo.counter.value = static_cast<double>(sent);
+    bytes_in.metric.push_back(std::move(mi));
+    bytes_out.metric.push_back(std::move(mo));
+  }
+  out.push_back(std::move(requests));
+  out.push_back(std::move(duration));
+  out.push_back(std::move(bytes_in));
+  out.push_back(std::move(bytes_out));
+
+  struct Phase {
+    const char* name;
+    const char* help;
+    const Histogram ClusterMetrics::*member;
+  };
+  static const Phase kPhases[] = {
+      {"portico_upstream_queue_wait_seconds",
+       "Time a request waited in the proxy for an upstream connection.",
+       &ClusterMetrics::queue_wait},
+      {"portico_upstream_connect_seconds", "Time to establish a new upstream connection.",
+       &ClusterMetrics::connect},
+      {"portico_upstream_first_byte_seconds",
+       "Request handed to the upstream connection to the response head.",
+       &ClusterMetrics::first_byte},
+      {"portico_upstream_duration_seconds",
+       "Request handed to the upstream connection to the response's last byte.",
+       &ClusterMetrics::upstream},
+  };
+  size_t clusters = shards.empty() ? 0 : shards.front()->cluster_count();
+  for (const Phase& ph : kPhases) {
+    auto f = family(ph.name, ph.help, MetricType::Histogram);
+    for (size_t c = 0; c < clusters; ++c) {
+      std::vector<const Histogram*> parts;
+      for (const auto* s : shards)
+        parts.push_back(&(s->cluster(c).*ph.member));
+      f.metric.push_back(histogram_metric({{"cluster", cfg.clusters[c].name}}, parts));
+    }
+    out.push_back(std::move(f));
+  }
+  auto errors =
+      family("portico_upstream_errors_total",
+             "Upstream failures by kind; retried counts requests sent again.", MetricType::Counter);
+  for (size_t c = 0; c < clusters; ++c)
+    for (size_t k = 0; k < kErrorKinds; ++k) {
+      uint64_t n = 0;
+      for (const auto* s : shards)
+        n += s->cluster(c).errors[k].get();
+      ClientMetric m;
+      m.label = {{"cluster", cfg.clusters[c].name}, {"kind", kUpstreamErrorKinds[k]}};
+      m.counter.value = static_cast<double>(n);
+      errors.metric.push_back(std::move(m));
+    }
+  out.push_back(std::move(errors));
+
+  auto conns = family("portico_client_connections", "Client connections open.", MetricType::Gauge);
+  uint64_t opened = 0, closed = 0;
+  for (const auto* s : servers) {
+    opened += s->connections_accepted.get();
+    closed += s->connections_closed.get();
+  }
+  ClientMetric cm;
+  cm.gauge.value = static_cast<double>(opened - std::min(opened, closed));
+  conns.metric.push_back(std::move(cm));
+  out.push_back(std::move(conns));
+
+  auto up = family("portico_uptime_seconds", "Seconds since portico started.", MetricType::Gauge);
+  ClientMetric um;
+  um.gauge.value = uptime_seconds;
+  up.metric.push_back(std::move(um));
+  out.push_back(std::move(up));
+
+  auto info = family("portico_build_info", "Portico's version.", MetricType::Gauge);
+  ClientMetric im;
+  im.label = {{"version", PORTICO_VERSION_STRING}};
+  im.gauge.value = 1;
+  info.metric.push_back(std::move(im));
+  out.push_back(std::move(info));
+
+  return prometheus::TextSerializer().Serialize(out);
+}
+
+} // namespace portico::metrics

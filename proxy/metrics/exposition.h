@@ -1,0 +1,20 @@
+#pragma once
+// The Prometheus text exposition of every worker's shard, merged: built as prometheus-cpp
+// MetricFamily values and serialised by its TextSerializer. Runs on the admin thread only.
+#include "config/config.h"
+#include "metrics/worker_metrics.h"
+#include "server/server_context.h"
+
+#include <string>
+#include <vector>
+
+namespace portico::metrics {
+
+std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
+                   const std::vector<const server::ServerStats*>& servers, double uptime_seconds);
+
+// The label a route is known by: its host pattern and path prefix ("*" for any host), or
+// "none" for requests no route matched.
+std::string route_label(const config::Config& cfg, size_t route_index);
+
+} // namespace portico::metrics

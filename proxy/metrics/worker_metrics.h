@@ -1,0 +1,63 @@
+#pragma once
+// One worker thread's share of Portico's metrics: fixed arrays indexed by route, cluster,
+// protocol and status class, made once from the configuration, so recording is an index and a
+// plain store, never a lookup by name. Only the owning worker writes; the admin thread reads
+// with relaxed loads and merges the shards at scrape time.
+#include "config/config.h"
+#include "core/counter.h"
+#include "metrics/histogram.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace portico::metrics {
+
+using Counter = core::Counter;
+
+// The client's protocol, as the requests counter labels it.
+enum class Protocol : uint8_t { H1, H2C, H2, COUNT };
+const char* to_string(Protocol p);
+
+// Upstream error kinds, as the errors counter labels them: UpstreamError's values in order,
+// then requests retried and requests whose queue wait ran out.
+inline constexpr const char* kUpstreamErrorKinds[] = {
+    "connect_refused", "connect_timeout", "reset",        "response_timeout",
+    "protocol_error",  "retried",         "queue_timeout"};
+inline constexpr size_t kErrorKinds = std::size(kUpstreamErrorKinds);
+
+struct RouteMetrics {
+  explicit RouteMetrics(const std::vector<double>* bounds) : duration(bounds) {}
+  Counter requests[static_cast<size_t>(Protocol::COUNT)][5]; // by status class 1xx..5xx
+  Histogram duration;                                        // first byte in to last byte out
+  Counter bytes_received, bytes_sent;                        // bodies
+};
+
+struct ClusterMetrics {
+  explicit ClusterMetrics(const std::vector<double>* bounds)
+      : queue_wait(bounds), connect(bounds), first_byte(bounds), upstream(bounds) {}
+  Histogram queue_wait; // waiting in the pool for a connection
+  Histogram connect;    // connect(2) to established, fresh connections only
+  Histogram first_byte; // request handed to the connection to the response head
+  Histogram upstream;   // request handed to the connection to the response's last byte
+  Counter errors[kErrorKinds];
+};
+
+class WorkerMetrics {
+public:
+  WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds);
+  // Routes in config order, then one for requests no route matched.
+  RouteMetrics& route(size_t i) { return *routes_[i]; }
+  ClusterMetrics& cluster(size_t i) { return *clusters_[i]; }
+  size_t route_count() const { return routes_.size(); }
+  size_t cluster_count() const { return clusters_.size(); }
+  const RouteMetrics& route(size_t i) const { return *routes_[i]; }
+  const ClusterMetrics& cluster(size_t i) const { return *clusters_[i]; }
+
+private:
+  std::vector<std::unique_ptr<RouteMetrics>> routes_;
+  std::vector<std::unique_ptr<ClusterMetrics>> clusters_;
+};
+
+} // namespace portico::metrics

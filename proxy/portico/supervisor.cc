@@ -1,0 +1,109 @@
+#include "portico/supervisor.h"
+
+#include "metrics/histogram.h"
+
+#include <csignal>
+#include <cstdio>
+
+namespace portico::proxy {
+
+namespace {
+constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP};
+}
+
+Supervisor::Supervisor(const config::Config& cfg,
+                       std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd)
+    : cfg_(cfg), bounds_(metrics::log_spaced_bounds()) {
+  // signalfd: the signals stay blocked in every thread and arrive here as file events.
+  loop_ = ev_default_loop(EVFLAG_SIGNALFD);
+  ev_async_init(&done_, done_cb);
+  done_.data = this;
+  ev_async_start(loop_, &done_);
+  ev_init(&grace_, grace_cb);
+  grace_.data = this;
+  int count = static_cast<int>(listens.size());
+  for (int w = 0; w < count; ++w)
+    workers_.push_back(std::make_unique<ProxyWorker>(cfg, w, count, std::move(listens[w]), &bounds_,
+                                                     loop_, &done_));
+  if (admin_fd >= 0) {
+    admin_ = std::make_unique<AdminHandler>(cfg, workers_, ev_time());
+    server::ServerLimits limits;
+    limits.server_name = "portico";
+    limits.keepalive_timeout = 30;
+    admin_ctx_ = std::make_unique<server::ServerContext>(loop_, *admin_, limits);
+    admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
+  }
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    ev_signal_init(&signals_[i], signal_cb, kSignals[i]);
+    signals_[i].data = this;
+    ev_signal_start(loop_, &signals_[i]);
+  }
+}
+
+Supervisor::~Supervisor() {
+  admin_acceptor_.reset();
+  admin_ctx_.reset();
+  workers_.clear();
+  for (auto& s : signals_)
+    ev_signal_stop(loop_, &s);
+  ev_async_stop(loop_, &done_);
+  ev_timer_stop(loop_, &grace_);
+}
+
+int Supervisor::run() {
+  for (auto& w : workers_)
+    w->start();
+  if (admin_acceptor_)
+    admin_acceptor_->start();
+  std::fprintf(stderr, "portico: started %zu workers\n", workers_.size());
+  ev_run(loop_, 0);
+  for (auto& w : workers_)
+    w->join();
+  std::fprintf(stderr, "portico: stopped\n");
+  return 0;
+}
+
+void Supervisor::signal_cb(struct ev_loop*, ev_signal* w, int) {
+  static_cast<Supervisor*>(w->data)->on_signal(w->signum);
+}
+void Supervisor::done_cb(struct ev_loop*, ev_async* w, int) {
+  static_cast<Supervisor*>(w->data)->on_worker_done();
+}
+void Supervisor::grace_cb(struct ev_loop*, ev_timer* w, int) {
+  auto* self = static_cast<Supervisor*>(w->data);
+  std::fprintf(stderr, "portico: grace period over; closing what is left\n");
+  for (auto& worker : self->workers_)
+    worker->stop();
+}
+
+void Supervisor::on_signal(int sig) {
+  if (sig == SIGHUP) {
+    std::fprintf(stderr, "portico: configuration reload is not supported yet; ignoring HUP\n");
+    return;
+  }
+  if (sig == SIGINT) {
+    std::fprintf(stderr, "portico: immediate stop\n");
+    for (auto& w : workers_)
+      w->stop();
+    return;
+  }
+  if (draining_)
+    return;
+  std::fprintf(stderr, "portico: graceful stop\n");
+  draining_ = true;
+  if (admin_)
+    admin_->set_draining(); // /readyz fails from now on
+  for (auto& w : workers_)
+    w->drain();
+  ev_timer_set(&grace_, cfg_.server.grace_period, 0);
+  ev_timer_start(loop_, &grace_);
+}
+
+void Supervisor::on_worker_done() {
+  for (auto& w : workers_)
+    if (!w->finished())
+      return;
+  ev_break(loop_, EVBREAK_ALL);
+}
+
+} // namespace portico::proxy

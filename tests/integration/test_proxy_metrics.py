@@ -1,0 +1,99 @@
+"""The admin endpoint: /metrics passes promtool and counts what was sent, by protocol and
+status class; /healthz; /readyz fails from the moment draining starts; /status is JSON."""
+import json
+import re
+import signal
+import socket
+import subprocess
+import threading
+import unittest
+import urllib.request
+
+import harness
+from proxy_clients import curl
+from proxy_harness import Proxy
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def sample(text, name, **labels):
+    """The value of one sample of the exposition, 0 when absent."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+class ProxyMetrics(unittest.TestCase):
+    def setUp(self):
+        harness.need("promtool", "curl")
+        self.backend = harness.Backend(workers=2, unix=True)
+        self.addCleanup(self.backend.stop)
+        self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2)
+        self.addCleanup(self.proxy.stop)
+
+    def test_exposition_is_valid_and_counts_requests(self):
+        for _ in range(7):
+            self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
+        for _ in range(5):
+            self.assertEqual(curl(self.proxy, "h2c", "/status/404").status, 404)
+        for _ in range(3):
+            self.assertEqual(curl(self.proxy, "h1", "/delay?ms=20").status, 200)
+        status, text = get(self.proxy.admin_port, "/metrics")
+        self.assertEqual(status, 200)
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                               capture_output=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        ok = sample(text, "portico_requests_total", protocol="h1", status_class="2xx")
+        missing = sample(text, "portico_requests_total", protocol="h2c", status_class="4xx")
+        self.assertEqual((ok, missing), (10, 5))
+        count = sample(text, "portico_request_duration_seconds_count", route="*/")
+        self.assertEqual(count, 15)
+        # The three 20 ms delays sit above the 11 ms bound in the upstream histograms.
+        above = (sample(text, "portico_upstream_first_byte_seconds_count", cluster="app") -
+                 sample(text, "portico_upstream_first_byte_seconds_bucket", cluster="app",
+                        le="0.011"))
+        self.assertEqual(above, 3)
+        self.assertGreaterEqual(sample(text, "portico_upstream_connect_seconds_count",
+                                       cluster="app"), 1)
+
+    def test_health_ready_status(self):
+        self.assertEqual(get(self.proxy.admin_port, "/healthz"), (200, "ok\n"))
+        self.assertEqual(get(self.proxy.admin_port, "/readyz")[0], 200)
+        curl(self.proxy, "h1", "/hello")
+        status, body = get(self.proxy.admin_port, "/status")
+        self.assertEqual(status, 200)
+        doc = json.loads(body)
+        self.assertEqual(doc["workers"], 2)
+        self.assertEqual(doc["clusters"][0]["name"], "app")
+        self.assertGreaterEqual(doc["requests"], 1)
+        # A request in flight keeps the proxy draining (not exited) while /readyz says 503.
+        done = threading.Event()
+
+        def slow():
+            curl(self.proxy, "h1", "/delay?ms=1500")
+            done.set()
+
+        t = threading.Thread(target=slow)
+        t.start()
+        harness.wait_until(lambda: get(self.proxy.admin_port, "/status")[1].find(
+            '"client_connections":1') >= 0, what="the slow request in flight")
+        self.proxy.process.proc.send_signal(signal.SIGTERM)
+        harness.wait_until(lambda: get(self.proxy.admin_port, "/readyz")[0] == 503,
+                           what="/readyz failing while draining")
+        self.assertEqual(get(self.proxy.admin_port, "/healthz")[0], 200)
+        t.join(timeout=20)
+        self.assertTrue(done.is_set())
+        self.assertEqual(self.proxy.process.proc.wait(timeout=20), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
