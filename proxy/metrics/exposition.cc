@@ -1,9 +1,13 @@
 #include "metrics/exposition.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
 #include <limits>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
+#include <unistd.h>
 
 namespace portico::metrics {
 
@@ -42,6 +46,57 @@ ClientMetric histogram_metric(std::vector<ClientMetric::Label> labels,
   m.histogram.sample_count = cumulative;
   m.histogram.sample_sum = sum;
   return m;
+}
+
+ClientMetric value_metric(double v, bool counter) {
+  ClientMetric m;
+  if (counter)
+    m.counter.value = v;
+  else
+    m.gauge.value = v;
+  return m;
+}
+
+// The process as Prometheus' client libraries report it (process_* names), from /proc.
+void append_process_metrics(std::vector<MetricFamily>& out) {
+  double cpu = 0, rss = 0;
+  if (FILE* f = std::fopen("/proc/self/stat", "r")) {
+    char buf[1024];
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Fields after the command name, which may hold spaces: skip past its closing ')'.
+    if (const char* p = std::strrchr(buf, ')')) {
+      unsigned long utime = 0, stime = 0;
+      long rss_pages = 0;
+      if (std::sscanf(p + 2,
+                      "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d "
+                      "%*d %*u %*u %ld",
+                      &utime, &stime, &rss_pages) == 3) {
+        double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+        cpu = static_cast<double>(utime + stime) / tick;
+        rss = static_cast<double>(rss_pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
+      }
+    }
+  }
+  double fds = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d))
+      fds += e->d_name[0] != '.';
+    closedir(d);
+    fds -= 1; // the directory's own descriptor
+  }
+  auto c = family("process_cpu_seconds_total", "User and system CPU time of the process.",
+                  MetricType::Counter);
+  c.metric.push_back(value_metric(cpu, true));
+  out.push_back(std::move(c));
+  auto r =
+      family("process_resident_memory_bytes", "Resident memory of the process.", MetricType::Gauge);
+  r.metric.push_back(value_metric(rss, false));
+  out.push_back(std::move(r));
+  auto o = family("process_open_fds", "Open file descriptors of the process.", MetricType::Gauge);
+  o.metric.push_back(value_metric(fds, false));
+  out.push_back(std::move(o));
 }
 
 } // namespace
@@ -151,6 +206,37 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     }
   out.push_back(std::move(errors));
 
+  auto conns_up =
+      family("portico_upstream_connections",
+             "Upstream connections per endpoint: idle in the pool, or busy.", MetricType::Gauge);
+  auto queue =
+      family("portico_upstream_queue_depth",
+             "Requests waiting in the proxy for a connection to the endpoint.", MetricType::Gauge);
+  for (size_t c = 0; c < clusters; ++c)
+    for (size_t e = 0; e < cfg.clusters[c].endpoints.size(); ++e) {
+      int64_t idle = 0, busy = 0, waiting = 0;
+      for (const auto* s : shards) {
+        const auto& g = s->cluster(c).endpoints[e];
+        idle += g.idle.get();
+        busy += g.busy.get();
+        waiting += g.waiting.get();
+      }
+      const std::string& cl = cfg.clusters[c].name;
+      const std::string& ep = cfg.clusters[c].endpoints[e];
+      for (auto [state, v] : {std::pair{"idle", idle}, std::pair{"busy", busy}}) {
+        ClientMetric m;
+        m.label = {{"cluster", cl}, {"endpoint", ep}, {"state", state}};
+        m.gauge.value = static_cast<double>(v);
+        conns_up.metric.push_back(std::move(m));
+      }
+      ClientMetric q;
+      q.label = {{"cluster", cl}, {"endpoint", ep}};
+      q.gauge.value = static_cast<double>(waiting);
+      queue.metric.push_back(std::move(q));
+    }
+  out.push_back(std::move(conns_up));
+  out.push_back(std::move(queue));
+
   auto conns = family("portico_client_connections", "Client connections open.", MetricType::Gauge);
   uint64_t opened = 0, closed = 0;
   for (const auto* s : servers) {
@@ -161,6 +247,8 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   cm.gauge.value = static_cast<double>(opened - std::min(opened, closed));
   conns.metric.push_back(std::move(cm));
   out.push_back(std::move(conns));
+
+  append_process_metrics(out);
 
   auto up = family("portico_uptime_seconds", "Seconds since portico started.", MetricType::Gauge);
   ClientMetric um;

@@ -16,7 +16,7 @@ WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double
   for (size_t i = 0; i <= cfg.routes.size(); ++i)
     routes_.push_back(std::make_unique<RouteMetrics>(bounds));
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
-    clusters_.push_back(std::make_unique<ClusterMetrics>(bounds));
+    clusters_.push_back(std::make_unique<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));
 }
 
 } // namespace portico::metrics

@@ -16,6 +16,21 @@ namespace portico::metrics {
 
 using Counter = core::Counter;
 
+// A level set by its one writer and read elsewhere.
+class Gauge {
+public:
+  void set(int64_t v) { v_.store(v, std::memory_order_relaxed); }
+  int64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<int64_t> v_{0};
+};
+
+// One endpoint's pool in one worker.
+struct EndpointGauges {
+  Gauge idle, busy, waiting;
+};
+
 // The client's protocol, as the requests counter labels it.
 enum class Protocol : uint8_t { H1, H2C, H2, COUNT };
 const char* to_string(Protocol p);
@@ -35,13 +50,15 @@ struct RouteMetrics {
 };
 
 struct ClusterMetrics {
-  explicit ClusterMetrics(const std::vector<double>* bounds)
-      : queue_wait(bounds), connect(bounds), first_byte(bounds), upstream(bounds) {}
+  ClusterMetrics(const std::vector<double>* bounds, size_t endpoints)
+      : queue_wait(bounds), connect(bounds), first_byte(bounds), upstream(bounds),
+        endpoints(endpoints) {}
   Histogram queue_wait; // waiting in the pool for a connection
   Histogram connect;    // connect(2) to established, fresh connections only
   Histogram first_byte; // request handed to the connection to the response head
   Histogram upstream;   // request handed to the connection to the response's last byte
   Counter errors[kErrorKinds];
+  std::vector<EndpointGauges> endpoints; // in configuration order
 };
 
 class WorkerMetrics {

@@ -26,7 +26,8 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
   int limit = share(cfg.max_connections, worker_index, worker_count);
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
     auto spec = parse_endpoint(cfg.endpoints[i]); // validated with the config
-    pools_.push_back(std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit, metrics));
+    pools_.push_back(std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit, metrics,
+                                                    metrics.endpoints[i]));
     if (!pools_.back()->has_address()) {
       auto r = std::make_unique<NameRefresh>();
       r->cluster = this;

@@ -29,9 +29,9 @@ const char* to_string(UpstreamError e) {
 
 UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
                            const config::ClusterConfig& cluster, int max_connections,
-                           metrics::ClusterMetrics& metrics)
+                           metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges)
     : loop_(loop), deferred_(deferred), spec_(std::move(spec)), cluster_(cluster),
-      max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics) {
+      max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics), gauges_(gauges) {
   if (auto a = literal_address(spec_))
     set_address(*a);
   ev_init(&queue_timer_, queue_timer_cb);
@@ -87,6 +87,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     wait_head_ = client;
   wait_tail_ = client;
   ++waiting_;
+  publish();
   arm_queue_timer();
 }
 
@@ -103,6 +104,7 @@ bool UpstreamPool::connect_for(UpstreamClient* client) {
   }
   ++connects_;
   ++total_;
+  publish();
   auto* u = new Http1Upstream(*this, fd);
   u->attach(client, client->is_head_request());
   client->on_upstream_ready(*u);
@@ -139,6 +141,7 @@ void UpstreamPool::cancel(UpstreamClient* client) {
     wait_tail_ = client->queue_prev;
   client->queue_next = client->queue_prev = nullptr;
   --waiting_;
+  publish();
 }
 
 void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hint) {
@@ -168,6 +171,7 @@ void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hin
 void UpstreamPool::on_closed(Http1Upstream* u) {
   unlink_idle(u);
   --total_;
+  publish();
   destroy_later(u);
   serve_waiters();
 }
@@ -192,6 +196,12 @@ void UpstreamPool::serve_waiters() {
   }
 }
 
+void UpstreamPool::publish() {
+  gauges_.idle.set(static_cast<int64_t>(idle_count_));
+  gauges_.busy.set(static_cast<int64_t>(total_ - idle_count_));
+  gauges_.waiting.set(static_cast<int64_t>(waiting_));
+}
+
 void UpstreamPool::push_idle(Http1Upstream* u) {
   u->idle_prev = nullptr;
   u->idle_next = idle_head_;
@@ -201,6 +211,7 @@ void UpstreamPool::push_idle(Http1Upstream* u) {
     idle_tail_ = u;
   idle_head_ = u;
   ++idle_count_;
+  publish();
   arm_idle_timer();
 }
 
@@ -217,6 +228,7 @@ void UpstreamPool::unlink_idle(Http1Upstream* u) {
     idle_tail_ = u->idle_prev;
   u->idle_next = u->idle_prev = nullptr;
   --idle_count_;
+  publish();
 }
 
 void UpstreamPool::arm_queue_timer() {

@@ -22,7 +22,7 @@ class UpstreamPool {
 public:
   UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
                const config::ClusterConfig& cluster, int max_connections,
-               metrics::ClusterMetrics& metrics);
+               metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -70,6 +70,8 @@ private:
   void push_idle(Http1Upstream* u);
   void unlink_idle(Http1Upstream* u);
   void arm_queue_timer();
+  // Copies the counts into the gauges the admin thread reads.
+  void publish();
   // How long a request may wait here: the queue timeout, or while the name is still being
   // resolved, at least the connect timeout.
   double queue_limit() const {
@@ -86,6 +88,7 @@ private:
   bool has_address_ = false;
   size_t max_; // 0: unlimited
   metrics::ClusterMetrics& metrics_;
+  metrics::EndpointGauges& gauges_;
   uint64_t connects_ = 0;
   uint64_t reuses_ = 0;
 

@@ -95,5 +95,37 @@ class ProxyMetrics(unittest.TestCase):
         self.assertEqual(self.proxy.process.proc.wait(timeout=20), 0)
 
 
+class QueueMetrics(unittest.TestCase):
+    def test_queue_depth_and_wait_move_when_connections_are_short(self):
+        backend = harness.Backend(workers=2, unix=True)
+        self.addCleanup(backend.stop)
+        # One connection for the whole proxy, four requests of 300 ms: three wait in the proxy.
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=1,
+                      cluster_options={"max_connections": 1, "queue_timeout": 10})
+        self.addCleanup(proxy.stop)
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(
+            curl(proxy, "h1", "/delay?ms=300").status)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        depth = harness.wait_until(
+            lambda: sample(get(proxy.admin_port, "/metrics")[1], "portico_upstream_queue_depth",
+                           cluster="app") or None, what="a queue")
+        self.assertGreaterEqual(depth, 1)
+        text = get(proxy.admin_port, "/metrics")[1]
+        self.assertEqual(sample(text, "portico_upstream_connections", state="busy"), 1)
+        for t in threads:
+            t.join(timeout=30)
+        self.assertEqual(results, [200] * 4)
+        text = get(proxy.admin_port, "/metrics")[1]
+        self.assertEqual(sample(text, "portico_upstream_queue_depth", cluster="app"), 0)
+        self.assertEqual(sample(text, "portico_upstream_queue_wait_seconds_count", cluster="app"), 4)
+        # The last in line waited for three others: at least 0.5 s, beyond the 0.5 s bound.
+        waited_long = (sample(text, "portico_upstream_queue_wait_seconds_count", cluster="app") -
+                       sample(text, "portico_upstream_queue_wait_seconds_bucket", cluster="app",
+                              le="0.5"))
+        self.assertGreaterEqual(waited_long, 1)
+
+
 if __name__ == "__main__":
     unittest.main()
