@@ -1,0 +1,83 @@
+"""A real Prometheus server scrapes portico every second: the request count it reads back
+through its HTTP API equals what was sent, and the p99 of upstream time-to-first-byte lands in
+the bucket that holds 200 ms when some requests take 200 ms at the backend."""
+import json
+import os
+import tempfile
+import threading
+import unittest
+import urllib.parse
+import urllib.request
+
+import harness
+from proxy_clients import curl
+from proxy_harness import Proxy
+
+
+def prom_query(port, expr):
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        doc = json.load(r)
+    result = doc["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+class PrometheusScrape(unittest.TestCase):
+    def test_counts_and_quantile_through_prometheus(self):
+        harness.need("prometheus", "curl")
+        backend = harness.Backend(workers=2, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=2)
+        self.addCleanup(proxy.stop)
+
+        tmp = tempfile.mkdtemp(prefix="portico-prom-")
+        port = harness.free_port()
+        config = os.path.join(tmp, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: portico
+    static_configs:
+      - targets: ["127.0.0.1:{proxy.admin_port}"]
+""")
+        prom = harness.Process(["prometheus", f"--config.file={config}",
+                                f"--storage.tsdb.path={tmp}/data",
+                                f"--web.listen-address=127.0.0.1:{port}"],
+                               os.path.join(tmp, "prometheus.log"))
+        self.addCleanup(prom.stop)
+        harness.wait_until(lambda: harness.port_open("127.0.0.1", port), timeout=60,
+                           what="prometheus")
+
+        # 90 fast requests, 10 that wait 200 ms at the backend (in parallel, to keep it short).
+        statuses = []
+        lock = threading.Lock()
+
+        def send(path, n):
+            for _ in range(n):
+                s = curl(proxy, "h1", path).status
+                with lock:
+                    statuses.append(s)
+
+        threads = [threading.Thread(target=send, args=("/hello", 30)) for _ in range(3)]
+        threads += [threading.Thread(target=send, args=("/delay?ms=200", 2)) for _ in range(5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        self.assertEqual(statuses.count(200), 100)
+
+        total = harness.wait_until(
+            lambda: prom_query(port, "sum(portico_requests_total)") == 100 or None,
+            timeout=60, interval=0.25, what="Prometheus to scrape all 100 requests")
+        self.assertTrue(total)
+        p99 = prom_query(port, "histogram_quantile(0.99, sum by (le) "
+                               "(portico_upstream_first_byte_seconds_bucket))")
+        # The bucket holding 200 ms is (0.11, 0.23].
+        self.assertGreater(p99, 0.11)
+        self.assertLessEqual(p99, 0.23)
+
+
+if __name__ == "__main__":
+    unittest.main()
