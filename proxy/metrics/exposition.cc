@@ -237,16 +237,43 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   out.push_back(std::move(conns_up));
   out.push_back(std::move(queue));
 
-  auto conns = family("portico_client_connections", "Client connections open.", MetricType::Gauge);
-  uint64_t opened = 0, closed = 0;
-  for (const auto* s : servers) {
-    opened += s->connections_accepted.get();
-    closed += s->connections_closed.get();
-  }
-  ClientMetric cm;
-  cm.gauge.value = static_cast<double>(opened - std::min(opened, closed));
-  conns.metric.push_back(std::move(cm));
+  auto conns = family("portico_client_connections",
+                      "Client connections open, by protocol and TLS, once the protocol is known.",
+                      MetricType::Gauge);
+  for (int p = 0; p < 2; ++p)
+    for (int t = 0; t < 2; ++t) {
+      uint64_t opened = 0, closed = 0;
+      for (const auto* s : servers) {
+        opened += s->sessions_opened[p][t].get();
+        closed += s->sessions_closed[p][t].get();
+      }
+      ClientMetric m;
+      m.label = {{"protocol", p ? "h2" : "h1"}, {"tls", t ? "true" : "false"}};
+      m.gauge.value = static_cast<double>(opened - std::min(opened, closed));
+      conns.metric.push_back(std::move(m));
+    }
   out.push_back(std::move(conns));
+
+  uint64_t streams_opened = 0, streams_closed = 0, hs_ok = 0, hs_failed = 0;
+  for (const auto* s : servers) {
+    streams_opened += s->h2_streams_opened.get();
+    streams_closed += s->h2_streams_closed.get();
+    hs_ok += s->tls_handshakes.get();
+    hs_failed += s->tls_handshake_failures.get();
+  }
+  auto streams =
+      family("portico_h2_streams_active", "HTTP/2 client streams open.", MetricType::Gauge);
+  streams.metric.push_back(value_metric(
+      static_cast<double>(streams_opened - std::min(streams_opened, streams_closed)), false));
+  out.push_back(std::move(streams));
+  auto tls = family("portico_tls_handshakes_total", "TLS handshakes with clients, by result.",
+                    MetricType::Counter);
+  for (auto [result, v] : {std::pair{"ok", hs_ok}, std::pair{"failed", hs_failed}}) {
+    ClientMetric m = value_metric(static_cast<double>(v), true);
+    m.label = {{"result", result}};
+    tls.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(tls));
 
   append_process_metrics(out);
 

@@ -77,6 +77,17 @@ ev_tstamp ClientConnection::check_interval() const {
   return std::min(idle_timeout_, ctx_.limits().header_timeout);
 }
 
+void ClientConnection::count_session(int protocol) {
+  protocol_ = static_cast<int8_t>(protocol);
+  ctx_.stats().sessions_opened[protocol][tls_ ? 1 : 0].inc();
+}
+
+void ClientConnection::uncount_session() {
+  if (protocol_ >= 0)
+    ctx_.stats().sessions_closed[protocol_][tls_ ? 1 : 0].inc();
+  protocol_ = -1;
+}
+
 void ClientConnection::want_flush() {
   if (close_state_ != CloseState::CLOSED)
     ctx_.mark_dirty(this);
@@ -123,6 +134,7 @@ void ClientConnection::close_now() {
   output_.clear();
   if (session_)
     session_->on_close();
+  uncount_session();
   ctx_.mark_dirty(this); // the context destroys it after this iteration
 }
 
@@ -172,14 +184,19 @@ bool ClientConnection::handshake() {
   case tls::TlsSession::Io::WANT_READ: ev_io_stop(loop(), &wev_); return false;
   case tls::TlsSession::Io::WANT_WRITE: ev_io_start(loop(), &wev_); return false;
   case tls::TlsSession::Io::CLOSED:
-  case tls::TlsSession::Io::ERROR: close_now(); return false;
+  case tls::TlsSession::Io::ERROR:
+    ctx_.stats().tls_handshake_failures.inc();
+    close_now();
+    return false;
   }
   ev_io_stop(loop(), &wev_);
   // ALPN decides: no preface sniffing on TLS (h2c belongs to cleartext only).
+  ctx_.stats().tls_handshakes.inc();
   if (tls_->alpn() == "h2")
     session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
   else
     session_ = std::make_unique<Http1ServerSession>(*this);
+  count_session(tls_->alpn() == "h2" ? 1 : 0);
   if (ctx_.draining())
     session_->drain();
   want_flush(); // the HTTP/2 server preface
@@ -245,8 +262,10 @@ bool ClientConnection::detect_protocol() {
       return false; // could still be the preface: wait for the rest
     }
     session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
+    count_session(1);
   } else {
     session_ = std::make_unique<Http1ServerSession>(*this);
+    count_session(0);
   }
   if (ctx_.draining())
     session_->drain();
@@ -266,6 +285,8 @@ void ClientConnection::process_input() {
       // The HTTP/1 session handed over to HTTP/2 ("Upgrade: h2c"); it is destroyed here, after
       // its own call has returned.
       session_ = std::move(next_session_);
+      uncount_session();
+      count_session(1);
       session_->on_activate();
       continue;
     }

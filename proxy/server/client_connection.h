@@ -83,6 +83,9 @@ private:
   void flush();
   void finish_close();
   void linger_read();
+  // For the per-protocol connection gauges: 0 HTTP/1.x, 1 HTTP/2.
+  void count_session(int protocol);
+  void uncount_session();
   // One read from the socket, through TLS when there is TLS: >0 bytes, 0 EOF, -1 with errno.
   ssize_t read_some(char* buf, size_t len);
   // Drives the TLS handshake; picks the session by ALPN when it completes. False: not done.
@@ -92,6 +95,7 @@ private:
   int fd_;
   char peer_[46] = {}; // INET6_ADDRSTRLEN
   uint8_t peer_len_ = 0;
+  int8_t protocol_ = -1; // counted in the stats as this protocol; -1 not yet
   ev_io rev_;
   ev_io wev_;
   ev_timer timer_;

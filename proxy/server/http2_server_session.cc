@@ -108,6 +108,7 @@ void Http2ServerSession::link(Http2Stream* st) {
   if (streams_)
     streams_->prev_ = st;
   streams_ = st;
+  conn_.context().stats().h2_streams_opened.inc();
   ++open_streams_;
 }
 
@@ -119,6 +120,7 @@ void Http2ServerSession::unlink(Http2Stream* st) {
   if (st->next_)
     st->next_->prev_ = st->prev_;
   st->prev_ = st->next_ = nullptr;
+  conn_.context().stats().h2_streams_closed.inc();
   --open_streams_;
 }
 

@@ -37,6 +37,11 @@ struct ServerStats {
   core::Counter connections_accepted;
   core::Counter connections_closed;
   core::Counter requests;
+  // By protocol (0 HTTP/1.x, 1 HTTP/2) and TLS (0 no, 1 yes), from when the protocol is known.
+  core::Counter sessions_opened[2][2];
+  core::Counter sessions_closed[2][2];
+  core::Counter h2_streams_opened, h2_streams_closed;
+  core::Counter tls_handshakes, tls_handshake_failures;
 };
 
 class ServerContext {

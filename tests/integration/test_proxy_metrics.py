@@ -95,6 +95,34 @@ class ProxyMetrics(unittest.TestCase):
         self.assertEqual(self.proxy.process.proc.wait(timeout=20), 0)
 
 
+class ConnectionMetrics(unittest.TestCase):
+    def test_connections_by_protocol_and_tls_handshakes(self):
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=1, tls=True)
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h2-tls", "/hello").status, 200)
+        self.assertEqual(curl(proxy, "h1-tls", "/hello").status, 200)
+        with socket.create_connection(("127.0.0.1", proxy.tls_port)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\n\r\n")  # plain HTTP on the TLS port
+            try:
+                self.assertEqual(s.recv(100), b"")  # closed, or reset: never an answer
+            except ConnectionResetError:
+                pass
+        # An h2c connection held open shows in the gauge while it lives.
+        held = socket.create_connection(("127.0.0.1", proxy.port))
+        self.addCleanup(held.close)
+        held.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        text = harness.wait_until(
+            lambda: (lambda t: t if sample(t, "portico_client_connections", protocol="h2",
+                                           tls="false") == 1 else None)(
+                get(proxy.admin_port, "/metrics")[1]),
+            what="the h2c connection in the gauge")
+        self.assertEqual(sample(text, "portico_tls_handshakes_total", result="ok"), 2)
+        self.assertGreaterEqual(sample(text, "portico_tls_handshakes_total", result="failed"), 1)
+        self.assertEqual(sample(text, "portico_h2_streams_active"), 0)
+
+
 class QueueMetrics(unittest.TestCase):
     def test_queue_depth_and_wait_move_when_connections_are_short(self):
         backend = harness.Backend(workers=2, unix=True)
