@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <set>
 #include <string_view>
 #include <unistd.h>
@@ -99,11 +100,26 @@ int main(int argc, char** argv) {
       }
       if (!tcp)
         shared = fd;
-      fds[w].push_back({fd, tls});
+      fds[w].push_back({fd, tls, static_cast<uint16_t>(li)});
     }
     if (!tcp)
       unix_paths.push_back(l.address.path);
     std::fprintf(stderr, "portico: listening on %s\n", l.address.text.c_str());
+  }
+
+  // Access logs are opened here, once, and shared by the workers (O_APPEND, whole lines).
+  std::vector<int> access_log_fds;
+  for (const auto& l : cfg->listeners) {
+    int fd = -1;
+    if (!l.access_log.empty()) {
+      fd = ::open(l.access_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        std::fprintf(stderr, "portico: access log %s: %s\n", l.access_log.c_str(),
+                     std::strerror(errno));
+        return 1;
+      }
+    }
+    access_log_fds.push_back(fd);
   }
 
   int admin_fd = -1;
@@ -128,7 +144,7 @@ int main(int argc, char** argv) {
   int code;
   {
     std::vector<std::vector<proxy::ProxyWorker::Listen>> per_worker = fds;
-    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd);
+    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd, access_log_fds);
     code = supervisor.run();
   }
   std::set<int> open_fds; // a unix socket is shared by the workers: close it once
@@ -139,6 +155,9 @@ int main(int argc, char** argv) {
     ::close(fd);
   if (admin_fd >= 0)
     ::close(admin_fd);
+  for (int fd : access_log_fds)
+    if (fd >= 0)
+      ::close(fd);
   for (const auto& p : unix_paths)
     ::unlink(p.c_str());
   return code;

@@ -19,7 +19,8 @@ server::ServerLimits limits_from(const config::Config& cfg) {
 
 ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
                          std::vector<Listen> listens, const std::vector<double>* bounds,
-                         struct ev_loop* main_loop, ev_async* done)
+                         const std::vector<int>& access_log_fds, struct ev_loop* main_loop,
+                         ev_async* done)
     : listens_(std::move(listens)), main_loop_(main_loop), done_(done) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
   metrics_ = std::make_unique<metrics::WorkerMetrics>(cfg, bounds);
@@ -29,7 +30,13 @@ ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
     clusters.push_back(std::make_unique<upstream::Cluster>(
         loop_, *deferred_, *resolver_, cfg.clusters[i], index, count, metrics_->cluster(i)));
-  router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters), *metrics_);
+  for (size_t i = 0; i < cfg.listeners.size(); ++i)
+    access_logs_.push_back(
+        access_log_fds[i] < 0
+            ? nullptr
+            : std::make_unique<metrics::AccessLog>(loop_, access_log_fds[i],
+                                                   cfg.listeners[i].access_log_format == "json"));
+  router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters), *metrics_, access_logs_);
   ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg));
   ev_async_init(&async_, async_cb);
   async_.data = this;
@@ -41,6 +48,7 @@ ProxyWorker::~ProxyWorker() {
   acceptors_.clear();
   ctx_.reset();
   router_.reset();
+  access_logs_.clear();
   resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
   ev_async_stop(loop_, &async_);
@@ -49,7 +57,7 @@ ProxyWorker::~ProxyWorker() {
 
 void ProxyWorker::start() {
   for (const Listen& l : listens_) {
-    auto a = std::make_unique<server::Acceptor>(*ctx_, l.fd, l.tls);
+    auto a = std::make_unique<server::Acceptor>(*ctx_, l.fd, l.tls, l.listener);
     a->start();
     acceptors_.push_back(std::move(a));
   }

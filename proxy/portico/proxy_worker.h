@@ -4,6 +4,7 @@
 // shared with another worker; the main thread talks to it only through an ev_async.
 #include "config/config.h"
 #include "core/deferred_queue.h"
+#include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
@@ -22,12 +23,15 @@ class ProxyWorker {
 public:
   struct Listen {
     int fd;
-    SSL_CTX* tls; // null for cleartext
+    SSL_CTX* tls;      // null for cleartext
+    uint16_t listener; // index in the configuration
   };
   // bounds: the histograms' bucket bounds, shared by every worker. done: sent (from the worker
   // thread) when its loop has ended.
+  // access_log_fds: per configured listener, its log file or -1.
   ProxyWorker(const config::Config& cfg, int index, int count, std::vector<Listen> listens,
-              const std::vector<double>* bounds, struct ev_loop* main_loop, ev_async* done);
+              const std::vector<double>* bounds, const std::vector<int>& access_log_fds,
+              struct ev_loop* main_loop, ev_async* done);
   ~ProxyWorker();
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
@@ -52,6 +56,7 @@ private:
   std::unique_ptr<metrics::WorkerMetrics> metrics_;
   std::unique_ptr<core::DeferredQueue> deferred_;
   std::unique_ptr<upstream::DnsResolver> resolver_;
+  std::vector<std::unique_ptr<metrics::AccessLog>> access_logs_; // by listener; null: off
   std::unique_ptr<upstream::Router> router_;
   std::unique_ptr<server::ServerContext> ctx_;
   std::vector<Listen> listens_;

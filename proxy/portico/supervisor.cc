@@ -12,7 +12,8 @@ constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP};
 }
 
 Supervisor::Supervisor(const config::Config& cfg,
-                       std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd)
+                       std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd,
+                       const std::vector<int>& access_log_fds)
     : cfg_(cfg), bounds_(metrics::log_spaced_bounds()) {
   // signalfd: the signals stay blocked in every thread and arrive here as file events.
   loop_ = ev_default_loop(EVFLAG_SIGNALFD);
@@ -24,7 +25,7 @@ Supervisor::Supervisor(const config::Config& cfg,
   int count = static_cast<int>(listens.size());
   for (int w = 0; w < count; ++w)
     workers_.push_back(std::make_unique<ProxyWorker>(cfg, w, count, std::move(listens[w]), &bounds_,
-                                                     loop_, &done_));
+                                                     access_log_fds, loop_, &done_));
   if (admin_fd >= 0) {
     admin_ = std::make_unique<AdminHandler>(cfg, workers_, ev_time());
     server::ServerLimits limits;

@@ -18,7 +18,7 @@ class Supervisor {
 public:
   // listens: per worker, its sockets; admin_fd: -1 when the admin endpoint is off.
   Supervisor(const config::Config& cfg, std::vector<std::vector<ProxyWorker::Listen>> listens,
-             int admin_fd);
+             int admin_fd, const std::vector<int>& access_log_fds);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;

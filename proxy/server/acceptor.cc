@@ -17,8 +17,8 @@ void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) {
   static_cast<Acceptor*>(w->data)->on_ready();
 }
 
-Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls)
-    : ctx_(ctx), lfd_(listen_fd), tls_(tls) {
+Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls, uint16_t listener)
+    : ctx_(ctx), lfd_(listen_fd), tls_(tls), listener_(listener) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0)
     return;
@@ -58,7 +58,8 @@ void Acceptor::on_ready() {
     int fd =
         ::accept4(lfd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      ctx_.adopt(fd, tls_, peer); // the peer's address from accept4: no getpeername per client
+      ctx_.adopt(fd, tls_, peer,
+                 listener_); // the peer's address from accept4: no getpeername per client
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED)

@@ -2,6 +2,7 @@
 // Accepts connections on one listening socket for one worker. Several processes or threads
 // may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so a new
 // connection wakes one worker rather than all of them.
+#include <cstdint>
 #include <ev.h>
 #include <openssl/ssl.h>
 
@@ -12,7 +13,8 @@ class ServerContext;
 class Acceptor {
 public:
   // tls: connections on this socket speak TLS with this context (null: cleartext).
-  Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls = nullptr);
+  // listener: which configured listener this is, passed on to each exchange.
+  Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls = nullptr, uint16_t listener = 0);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
@@ -28,6 +30,7 @@ private:
   ServerContext& ctx_;
   int lfd_;
   SSL_CTX* tls_;
+  uint16_t listener_;
   int epfd_ = -1;
   ev_io io_;
 };

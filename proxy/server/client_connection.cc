@@ -32,8 +32,8 @@ void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
 }
 
 ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
-                                   const sockaddr_storage& ss)
-    : ctx_(ctx), fd_(fd), idle_timeout_(ctx.limits().keepalive_timeout) {
+                                   const sockaddr_storage& ss, uint16_t listener)
+    : ctx_(ctx), fd_(fd), listener_(listener), idle_timeout_(ctx.limits().keepalive_timeout) {
   if (tls)
     tls_ = std::make_unique<tls::TlsSession>(tls, fd);
   int one = 1;

@@ -23,7 +23,9 @@ struct UpgradeToH2;
 class ClientConnection {
 public:
   // tls: the listener's OpenSSL context, or null for cleartext.
-  ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer);
+  ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer,
+                   uint16_t listener);
+  uint16_t listener() const { return listener_; }
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -95,6 +97,7 @@ private:
   int fd_;
   char peer_[46] = {}; // INET6_ADDRSTRLEN
   uint8_t peer_len_ = 0;
+  uint16_t listener_;
   int8_t protocol_ = -1; // counted in the stats as this protocol; -1 not yet
   ev_io rev_;
   ev_io wev_;

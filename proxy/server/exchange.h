@@ -72,6 +72,8 @@ public:
   std::string_view client_address() const { return client_address_; }
   // The client connection is TLS (set by the session; :scheme is the client's claim).
   bool over_tls() const { return over_tls_; }
+  // Which configured listener accepted the connection.
+  uint16_t listener_index() const { return listener_index_; }
 
   bool head_sent() const { return head_sent_; }
   bool response_ended() const { return response_ended_; }
@@ -88,6 +90,7 @@ protected:
   ExchangeListener* listener_ = nullptr;
   std::string_view client_address_;
   bool over_tls_ = false;
+  uint16_t listener_index_ = 0;
   bool head_sent_ = false;
   bool response_ended_ = false;
   bool request_ended_ = false;

@@ -107,6 +107,7 @@ void Http1ServerSession::on_request_head(http::RequestHead& head) {
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
   ex_.over_tls_ = conn_.is_tls();
+  ex_.listener_index_ = conn_.listener();
   if (conn_.is_tls())
     head.scheme = "https";
   auto& ctx = conn_.context();

@@ -291,6 +291,7 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
   st.loop_ = conn_.loop();
   st.client_address_ = conn_.peer_address();
   st.over_tls_ = conn_.is_tls();
+  st.listener_index_ = conn_.listener();
   r.version = http::Version::HTTP_2;
   if (r.scheme.empty())
     r.scheme = "http";

@@ -25,8 +25,8 @@ ServerContext::~ServerContext() {
   ev_prepare_stop(loop_, &prepare_);
 }
 
-void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer) {
-  auto* c = new ClientConnection(*this, fd, tls, peer);
+void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener) {
+  auto* c = new ClientConnection(*this, fd, tls, peer, listener);
   c->index = connections_.size();
   connections_.push_back(c);
   stats_.connections_accepted.inc();

@@ -61,7 +61,7 @@ public:
 
   // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.
-  void adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer);
+  void adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener = 0);
   void mark_dirty(ClientConnection* c);
   void remove(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }

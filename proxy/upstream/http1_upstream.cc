@@ -129,7 +129,8 @@ void Http1Upstream::on_connected() {
     return;
   }
   state_ = State::ACTIVE;
-  pool_.metrics().connect.observe(ev_time() - connect_started_);
+  connect_seconds_ = ev_time() - connect_started_;
+  pool_.metrics().connect.observe(connect_seconds_);
   ev_io_start(pool_.loop(), &rev_);
   last_read_ = ev_now(pool_.loop());
   arm_timer(pool_.cluster().response_timeout);

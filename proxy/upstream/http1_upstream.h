@@ -44,6 +44,8 @@ public:
   size_t buffered() const { return out_.size(); }
   // Requests carried so far, this one included.
   uint32_t requests() const { return requests_; }
+  // How long this connection took to establish; 0 until it has.
+  double connect_seconds() const { return connect_seconds_; }
   void close();
 
   // Pool bookkeeping.
@@ -77,6 +79,7 @@ private:
   ev_timer timer_;
   double last_read_ = 0;
   double connect_started_ = 0;
+  double connect_seconds_ = 0;
   core::Block* in_ = nullptr;
   core::ByteQueue out_;
   http::Arena arena_;

@@ -30,8 +30,8 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
 }
 
 void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
-                            metrics::RouteMetrics& route) {
-  auto* p = new ProxiedExchange(ex, cluster, fwd, route);
+                            metrics::RouteMetrics& route, metrics::AccessLog* log) {
+  auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
   ex.set_listener(p);
   p->pool_ = &cluster.pick();
   p->phase_at_ = p->started_at_;
@@ -39,8 +39,10 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
 }
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
-                                 const ForwardingOptions& fwd, metrics::RouteMetrics& route)
-    : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()) {
+                                 const ForwardingOptions& fwd, metrics::RouteMetrics& route,
+                                 metrics::AccessLog* log)
+    : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
+      log_(log) {
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
   framing_ = body_framing(ex.request(),
@@ -51,7 +53,9 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
 void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
   up_ = &up;
   double now = ev_time();
-  cluster_.metrics().queue_wait.observe(now - phase_at_);
+  queue_ = now - phase_at_;
+  connect_ = 0;
+  cluster_.metrics().queue_wait.observe(queue_);
   phase_at_ = now;
   auto& out = up.output();
   write_upstream_request_head(out, ex_.request(), framing_, ex_.client_address(), fwd_);
@@ -99,6 +103,7 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
   if (data.empty())
     return;
   route_metrics_.bytes_received.inc(data.size());
+  bytes_in_ += data.size();
   if (replayable_ || !up_) {
     if (up_ && replay_.size() + data.size() > kReplayLimit) {
       replayable_ = false; // too large to keep: this request will not be retried
@@ -153,12 +158,16 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   }
   response_started_ = true;
   status_ = h.status;
-  cluster_.metrics().first_byte.observe(ev_time() - phase_at_);
+  first_byte_ = ev_time() - phase_at_;
+  if (up_ && up_->requests() == 1)
+    connect_ = up_->connect_seconds(); // a fresh connection: its connect is this request's
+  cluster_.metrics().first_byte.observe(first_byte_);
   ex_.send_head(head);
 }
 
 void ProxiedExchange::on_upstream_body(std::string_view data) {
   route_metrics_.bytes_sent.inc(data.size());
+  bytes_out_ += data.size();
   ex_.send_body(data);
   if (up_ && !upstream_paused_ && ex_.above_high_watermark()) {
     upstream_paused_ = true;
@@ -228,11 +237,34 @@ void ProxiedExchange::fail(int status) {
   ex_.respond(status, "text/plain", {body, n}); // may delete this
 }
 
+void ProxiedExchange::log_access(server::Exchange& ex, double now) {
+  const auto& req = ex.request();
+  metrics::AccessLogEntry e;
+  e.client = ex.client_address();
+  e.protocol = metrics::to_string(protocol_of(ex));
+  e.method = req.method;
+  e.authority = req.authority;
+  e.target = req.target;
+  e.status = status_;
+  e.bytes_in = bytes_in_;
+  e.bytes_out = bytes_out_;
+  e.queue = queue_;
+  e.connect = connect_;
+  e.first_byte = first_byte_;
+  e.total = now - started_at_;
+  e.upstream = pool_ ? std::string_view(pool_->endpoint().text) : std::string_view();
+  e.retries = retried_ ? 1 : 0;
+  log_->record(e);
+}
+
 void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   // A client gone before any answer counts as 4xx, like nginx's 499.
   int cls = status_ >= 100 && status_ < 600 ? status_ / 100 - 1 : 3;
   route_metrics_.requests[static_cast<size_t>(protocol_of(ex))][cls].inc();
-  route_metrics_.duration.observe(ev_time() - started_at_);
+  double now = ev_time();
+  route_metrics_.duration.observe(now - started_at_);
+  if (log_)
+    log_access(ex, now);
   if (queued)
     pool_->cancel(this);
   if (up_)

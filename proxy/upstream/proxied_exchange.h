@@ -4,6 +4,7 @@
 // ways with backpressure; a request whose reused connection fails before any response byte is
 // retried once on a fresh connection while its body is still replayable.
 #include "core/byte_queue.h"
+#include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
@@ -22,12 +23,13 @@ public:
   static constexpr size_t kReplayLimit = 64 * 1024;
 
   static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
-                    metrics::RouteMetrics& route);
+                    metrics::RouteMetrics& route, metrics::AccessLog* log);
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
 private:
   ProxiedExchange(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
-                  metrics::RouteMetrics& route);
+                  metrics::RouteMetrics& route, metrics::AccessLog* log);
+  void log_access(server::Exchange& ex, double now);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;
   void on_request_end(server::Exchange& ex) override;
@@ -53,9 +55,13 @@ private:
   Cluster& cluster_;
   const ForwardingOptions& fwd_;
   metrics::RouteMetrics& route_metrics_;
-  double started_at_;   // ev_time(): the request head is complete
-  double phase_at_ = 0; // waiting for a connection since, then handed to one at
-  int status_ = 0;      // what the client was answered, 0 before that
+  double started_at_;       // ev_time(): the request head is complete
+  double phase_at_ = 0;     // waiting for a connection since, then handed to one at
+  int status_ = 0;          // what the client was answered, 0 before that
+  metrics::AccessLog* log_; // null: this listener logs nothing
+  // For the access log: phase times of the last attempt, and the body sizes.
+  double queue_ = 0, connect_ = 0, first_byte_ = 0;
+  uint64_t bytes_in_ = 0, bytes_out_ = 0;
   UpstreamPool* pool_ = nullptr;
   Http1Upstream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;

@@ -16,8 +16,9 @@ std::string_view strip_port(std::string_view a) {
 } // namespace
 
 Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
-               metrics::WorkerMetrics& metrics)
-    : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics) {
+               metrics::WorkerMetrics& metrics,
+               const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs)
+    : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics), access_logs_(access_logs) {
   fwd_.add_forwarded = cfg.server.add_forwarded;
   fwd_.add_via = cfg.server.add_via;
   fwd_.request_id_header = cfg.server.request_id_header;
@@ -42,7 +43,10 @@ void Router::on_request(server::Exchange& ex) {
     const auto& r = cfg_.routes[i];
     if (!path.starts_with(r.path_prefix) || !host_matches(r.host, req.authority))
       continue;
-    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i));
+    metrics::AccessLog* log = ex.listener_index() < access_logs_.size()
+                                  ? access_logs_[ex.listener_index()].get()
+                                  : nullptr;
+    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log);
     return;
   }
   auto& none = metrics_.route(cfg_.routes.size());

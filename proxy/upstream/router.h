@@ -3,6 +3,7 @@
 // routes (first match wins) and hands it to its cluster as a ProxiedExchange. One Router per
 // worker thread, with that worker's clusters.
 #include "config/config.h"
+#include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
@@ -16,7 +17,8 @@ namespace portico::upstream {
 class Router final : public server::RequestHandler {
 public:
   Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
-         metrics::WorkerMetrics& metrics);
+         metrics::WorkerMetrics& metrics,
+         const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs);
   void on_request(server::Exchange& ex) override;
   const std::vector<std::unique_ptr<Cluster>>& clusters() const { return clusters_; }
 
@@ -28,6 +30,7 @@ private:
   const config::Config& cfg_;
   std::vector<std::unique_ptr<Cluster>> clusters_;
   metrics::WorkerMetrics& metrics_;
+  const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   ForwardingOptions fwd_;
 };
 

@@ -33,7 +33,7 @@ class Proxy:
     """portico with one HTTP/1.1+h2c listener, optionally a TLS listener, one cluster."""
 
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
-                 server_options=None, extra_config=""):
+                 server_options=None, extra_config="", listener_options=None):
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -42,6 +42,8 @@ class Proxy:
         for k, v in (server_options or {}).items():
             lines.append(f"{k} = {v}")
         lines += ["", "[[listener]]", f'address = "127.0.0.1:{self.port}"']
+        for k, v in (listener_options or {}).items():
+            lines.append(f"{k} = {v}")
         if tls:
             self.cert, self.key = make_certificate(self.tmp)
             lines += ["", "[[listener]]", f'address = "127.0.0.1:{self.tls_port}"',

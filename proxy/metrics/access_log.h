@@ -1,0 +1,51 @@
+#pragma once
+// The access log of one listener in one worker: a line per request (common-log-like text or
+// JSON lines) appended to a buffer owned by the worker, written to the file with one write(2)
+// when the buffer passes 64 KiB or once a second, never per request. Off (no object at all)
+// unless the listener names a file.
+#include <cstdint>
+#include <ev.h>
+#include <string>
+#include <string_view>
+
+namespace portico::metrics {
+
+struct AccessLogEntry {
+  std::string_view client;
+  std::string_view protocol; // h1, h2c, h2
+  std::string_view method;
+  std::string_view authority;
+  std::string_view target;
+  int status = 0;         // 0: the client went away before an answer
+  uint64_t bytes_in = 0;  // request body
+  uint64_t bytes_out = 0; // response body
+  double queue = 0, connect = 0, first_byte = 0, total = 0; // seconds
+  std::string_view upstream;                                // endpoint, empty when none was reached
+  int retries = 0;
+};
+
+class AccessLog {
+public:
+  // fd: opened O_APPEND by the main thread and shared by the workers (each write is whole
+  // lines, so workers' lines never interleave within a line).
+  AccessLog(struct ev_loop* loop, int fd, bool json);
+  ~AccessLog();
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+
+  void record(const AccessLogEntry& e);
+  void flush();
+
+private:
+  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void append_text(const AccessLogEntry& e);
+  void append_json(const AccessLogEntry& e);
+
+  struct ev_loop* loop_;
+  int fd_;
+  bool json_;
+  std::string buf_;
+  ev_timer timer_;
+};
+
+} // namespace portico::metrics

@@ -1,0 +1,71 @@
+"""The access log: off unless a listener names a file; one line per request with the client,
+protocol, method, authority, path, status, bytes and phase times, upstream and retries; text or
+JSON lines."""
+import json
+import os
+import re
+import signal
+import tempfile
+import unittest
+
+import harness
+from proxy_clients import curl
+from proxy_harness import Proxy, toml_string
+
+
+class AccessLog(unittest.TestCase):
+    def setUp(self):
+        self.backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(self.backend.stop)
+        self.tmp = tempfile.mkdtemp(prefix="portico-log-")
+
+    def run_requests(self, fmt):
+        path = os.path.join(self.tmp, f"access-{fmt}.log")
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2,
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": f'"{fmt}"'})
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h1", "/hello?x=1").status, 200)
+        self.assertEqual(curl(proxy, "h2c", "/status/404").status, 404)
+        self.assertEqual(curl(proxy, "h1", "/echo", ["--data-binary", "12345"]).status, 200)
+        # Lines are written once a second, and at exit: stop to read them all.
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def test_text_lines(self):
+        lines = self.run_requests("text")
+        self.assertEqual(len(lines), 3, lines)
+        by_path = {re.search(r'"\S+ (\S+) HTTP', l).group(1): l for l in lines}
+        hello = by_path["/hello?x=1"]
+        self.assertRegex(hello, r'^127\.0\.0\.1 - - \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d \+0000\] '
+                                r'"GET /hello\?x=1 HTTP/1\.1" 200 12 in=0 proto=h1 ')
+        self.assertRegex(hello, r'queue=\d+\.\d{6} connect=\d+\.\d{6} ttfb=\d+\.\d{6} '
+                                r'total=\d+\.\d{6} upstream=unix:\S+ retries=0$')
+        self.assertIn('" 404 ', by_path["/status/404"])
+        self.assertIn("proto=h2c", by_path["/status/404"])
+        self.assertIn("200 5 in=5", by_path["/echo"])
+
+    def test_json_lines(self):
+        lines = self.run_requests("json")
+        docs = [json.loads(l) for l in lines]
+        self.assertEqual(len(docs), 3)
+        echo = next(d for d in docs if d["path"] == "/echo")
+        self.assertEqual((echo["method"], echo["status"], echo["bytes_in"], echo["bytes_out"]),
+                         ("POST", 200, 5, 5))
+        self.assertEqual(echo["protocol"], "h1")
+        self.assertTrue(echo["upstream"].startswith("unix:"))
+        for d in docs:
+            self.assertGreaterEqual(d["total"], d["ttfb"])
+            self.assertRegex(d["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+    def test_off_by_default(self):
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1)
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h1", "/hello").status, 200)
+        self.assertEqual(os.listdir(self.tmp), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
