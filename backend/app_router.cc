@@ -1,6 +1,7 @@
 #include "app_router.h"
 
 #include "bytes_app.h"
+#include "core/json_escape.h"
 #include "counter_store.h"
 #include "delay_app.h"
 #include "echo_app.h"
@@ -107,9 +108,7 @@ void AppRouter::counter(server::Exchange& ex, std::string_view id) {
   auto value = counters_.increment(id, &error);
   if (!value) {
     std::string body = "{\"error\":\"counter store unavailable: ";
-    for (char c : error)
-      if (c != '"' && c != '\\' && c >= 0x20)
-        body.push_back(c);
+    core::append_json_escaped(body, error);
     body += "\"}\n";
     ex.respond(503, kJson, body);
     return;

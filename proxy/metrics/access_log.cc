@@ -1,5 +1,7 @@
 #include "metrics/access_log.h"
 
+#include "core/json_escape.h"
+
 #include <charconv>
 #include <cstdio>
 #include <ctime>
@@ -11,23 +13,9 @@ namespace {
 
 constexpr size_t kFlushAt = 64 * 1024;
 
-// The request line and headers come from the client: quotes, backslashes and control bytes
-// are escaped so that one request is always one line.
-void append_escaped(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20 || c == 0x7f) {
-      out.append("\\u00");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-}
+// The request line and headers come from the client: escaped so that one request is always
+// one line.
+using core::append_json_escaped;
 
 void append_number(std::string& out, uint64_t v) {
   char buf[24];
@@ -102,9 +90,9 @@ void AccessLog::append_text(const AccessLogEntry& e) {
   b.append(" - - [");
   b.append(now_text(false));
   b.append("] \"");
-  append_escaped(b, e.method);
+  append_json_escaped(b, e.method);
   b.push_back(' ');
-  append_escaped(b, e.target);
+  append_json_escaped(b, e.target);
   b.append(e.protocol == "h1" ? " HTTP/1.1\" " : " HTTP/2\" ");
   append_number(b, static_cast<uint64_t>(e.status));
   b.push_back(' ');
@@ -114,7 +102,7 @@ void AccessLog::append_text(const AccessLogEntry& e) {
   b.append(" proto=");
   b.append(e.protocol);
   b.append(" host=\"");
-  append_escaped(b, e.authority);
+  append_json_escaped(b, e.authority);
   b.append("\" queue=");
   append_seconds(b, e.queue);
   b.append(" connect=");
@@ -135,7 +123,7 @@ void AccessLog::append_json(const AccessLogEntry& e) {
   auto str = [&](const char* key, std::string_view v) {
     b.append(key);
     b.push_back('"');
-    append_escaped(b, v);
+    append_json_escaped(b, v);
     b.push_back('"');
   };
   str("{\"time\":", now_text(true));

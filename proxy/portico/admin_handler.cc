@@ -1,5 +1,6 @@
 #include "portico/admin_handler.h"
 
+#include "core/json_escape.h"
 #include "metrics/exposition.h"
 #include "portico/proxy_worker.h"
 
@@ -9,14 +10,7 @@ namespace {
 
 void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) >= 0x20) {
-      out.push_back(c);
-    }
-  }
+  core::append_json_escaped(out, s);
   out.push_back('"');
 }
 
