@@ -33,6 +33,16 @@ struct AdminConfig {
   bool enabled = true;
 };
 
+// Histograms: bucket upper bounds in seconds, either listed or log-spaced.
+struct MetricsConfig {
+  static constexpr size_t kMaxBuckets = 40;
+  bool enabled = true;         // false: no latency histograms are recorded or exposed
+  std::vector<double> buckets; // explicit bounds; empty = log-spaced as below
+  double bucket_min = 50e-6;
+  double bucket_max = 60;
+  int buckets_per_decade = 3;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
@@ -44,6 +54,7 @@ struct ClusterConfig {
   double idle_timeout = 0;          // pooled idle connection retired after; 0 = learned/4 s
   int max_idle_per_endpoint = 1024; // per worker thread
   bool retry_on_reset = true;       // one retry on a fresh connection before any response byte
+  double fail_timeout = 10; // an endpoint whose connect failed is passed over this long; 0 = never
 };
 
 struct RouteConfig {
@@ -71,6 +82,7 @@ struct Config {
   ServerConfig server;
   std::vector<ListenerConfig> listeners;
   AdminConfig admin;
+  MetricsConfig metrics;
   std::vector<ClusterConfig> clusters;
   std::vector<RouteConfig> routes;
 };

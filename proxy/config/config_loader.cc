@@ -1,5 +1,8 @@
 #include "config/config_loader.h"
 
+#include "metrics/histogram.h"
+
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -74,8 +77,8 @@ public:
     const toml::node* n = t.get(key);
     if (!n)
       return;
-    if (auto b = n->value<bool>())
-      out = *b;
+    if (n->is_boolean()) // value<bool>() would also take 1 or 0
+      out = *n->value<bool>();
     else
       error(n->source(), where + ": '" + std::string(key) + "' must be true or false");
   }
@@ -247,7 +250,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   r.only_keys(t,
               {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
                "connect_timeout", "response_timeout", "idle_timeout", "max_idle_per_endpoint",
-               "retry_on_reset"},
+               "retry_on_reset", "fail_timeout"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -271,7 +274,46 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   r.get_number(t, "idle_timeout", cl.idle_timeout, cw, 0, 86400);
   r.get_number(t, "max_idle_per_endpoint", cl.max_idle_per_endpoint, cw, 0, 1e6);
   r.get_bool(t, "retry_on_reset", cl.retry_on_reset, cw);
+  r.get_number(t, "fail_timeout", cl.fail_timeout, cw, 0, 86400);
   c.clusters.push_back(std::move(cl));
+}
+
+// Leaves m.buckets holding the bounds the histograms use, listed or log-spaced.
+void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
+  const std::string w = "[metrics]";
+  r.only_keys(t, {"enabled", "buckets", "bucket_min", "bucket_max", "buckets_per_decade"}, w);
+  r.get_bool(t, "enabled", m.enabled, w);
+  if (const toml::node* n = t.get("buckets")) {
+    if (t.get("bucket_min") || t.get("bucket_max") || t.get("buckets_per_decade"))
+      r.error(n->source(), w + ": 'buckets' lists the bounds; it cannot go with bucket_min, "
+                               "bucket_max or buckets_per_decade");
+    const toml::array* a = n->as_array();
+    if (!a || a->empty())
+      r.error(n->source(), w + ": 'buckets' must be a non-empty array of seconds");
+    for (size_t i = 0; a && i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      std::optional<double> v =
+          e.is_integer() ? std::optional<double>(*e.value<int64_t>()) : e.value<double>();
+      if (!v || !(*v > 0) || !std::isfinite(*v)) {
+        r.error(e.source(), w + ": each bucket bound must be a positive number of seconds");
+        continue;
+      }
+      if (!m.buckets.empty() && *v <= m.buckets.back())
+        r.error(e.source(), w + ": bucket bounds must increase");
+      m.buckets.push_back(*v);
+    }
+  } else {
+    r.get_number(t, "bucket_min", m.bucket_min, w, 1e-9, 86400);
+    r.get_number(t, "bucket_max", m.bucket_max, w, 1e-9, 86400);
+    r.get_number(t, "buckets_per_decade", m.buckets_per_decade, w, 1, 20);
+    if (m.bucket_max <= m.bucket_min)
+      r.error(t.source(), w + ": bucket_max must be above bucket_min");
+    else
+      m.buckets = metrics::log_spaced_bounds(m.bucket_min, m.bucket_max, m.buckets_per_decade);
+  }
+  if (m.buckets.size() > MetricsConfig::kMaxBuckets)
+    r.error(t.source(), w + ": " + std::to_string(m.buckets.size()) + " buckets; at most " +
+                            std::to_string(MetricsConfig::kMaxBuckets) + " are allowed");
 }
 
 void read_route(Reader& r, const toml::table& t, Config& c) {
@@ -311,7 +353,8 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   Reader r(path, errors);
   Config c;
   c.path = path;
-  r.only_keys(root, {"server", "listener", "admin", "cluster", "route"}, "the top level");
+  r.only_keys(root, {"server", "listener", "admin", "metrics", "cluster", "route"},
+              "the top level");
   if (const toml::table* s = r.get_table(root, "server", "top level"))
     read_server(r, *s, c.server);
   for (const toml::table* t : r.get_tables(root, "listener"))
@@ -331,6 +374,11 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
     }
     r.get_bool(*a, "enabled", c.admin.enabled, "[admin]");
   }
+  if (const toml::table* m = r.get_table(root, "metrics", "top level"))
+    read_metrics(r, *m, c.metrics);
+  else
+    c.metrics.buckets = metrics::log_spaced_bounds(c.metrics.bucket_min, c.metrics.bucket_max,
+                                                   c.metrics.buckets_per_decade);
   for (const toml::table* t : r.get_tables(root, "cluster"))
     read_cluster(r, *t, c);
   // Routes refer to clusters by name: read after every cluster is known.

@@ -158,7 +158,8 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     bytes_out.metric.push_back(std::move(mo));
   }
   out.push_back(std::move(requests));
-  out.push_back(std::move(duration));
+  if (cfg.metrics.enabled)
+    out.push_back(std::move(duration));
   out.push_back(std::move(bytes_in));
   out.push_back(std::move(bytes_out));
 
@@ -182,6 +183,8 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   };
   size_t clusters = shards.empty() ? 0 : shards.front()->cluster_count();
   for (const Phase& ph : kPhases) {
+    if (!cfg.metrics.enabled)
+      break;
     auto f = family(ph.name, ph.help, MetricType::Histogram);
     for (size_t c = 0; c < clusters; ++c) {
       std::vector<const Histogram*> parts;
@@ -212,14 +215,19 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   auto queue =
       family("portico_upstream_queue_depth",
              "Requests waiting in the proxy for a connection to the endpoint.", MetricType::Gauge);
+  auto up = family("portico_upstream_endpoint_up",
+                   "1 while every worker's last connect to the endpoint succeeded; 0 once one "
+                   "failed (the endpoint is passed over for fail_timeout).",
+                   MetricType::Gauge);
   for (size_t c = 0; c < clusters; ++c)
     for (size_t e = 0; e < cfg.clusters[c].endpoints.size(); ++e) {
-      int64_t idle = 0, busy = 0, waiting = 0;
+      int64_t idle = 0, busy = 0, waiting = 0, failures = 0;
       for (const auto* s : shards) {
         const auto& g = s->cluster(c).endpoints[e];
         idle += g.idle.get();
         busy += g.busy.get();
         waiting += g.waiting.get();
+        failures = std::max(failures, g.connect_failures.get());
       }
       const std::string& cl = cfg.clusters[c].name;
       const std::string& ep = cfg.clusters[c].endpoints[e];
@@ -233,9 +241,14 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
       q.label = {{"cluster", cl}, {"endpoint", ep}};
       q.gauge.value = static_cast<double>(waiting);
       queue.metric.push_back(std::move(q));
+      ClientMetric u;
+      u.label = {{"cluster", cl}, {"endpoint", ep}};
+      u.gauge.value = failures ? 0 : 1;
+      up.metric.push_back(std::move(u));
     }
   out.push_back(std::move(conns_up));
   out.push_back(std::move(queue));
+  out.push_back(std::move(up));
 
   auto conns = family("portico_client_connections",
                       "Client connections open, by protocol and TLS, once the protocol is known.",
@@ -277,11 +290,12 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
 
   append_process_metrics(out);
 
-  auto up = family("portico_uptime_seconds", "Seconds since portico started.", MetricType::Gauge);
+  auto uptime =
+      family("portico_uptime_seconds", "Seconds since portico started.", MetricType::Gauge);
   ClientMetric um;
   um.gauge.value = uptime_seconds;
-  up.metric.push_back(std::move(um));
-  out.push_back(std::move(up));
+  uptime.metric.push_back(std::move(um));
+  out.push_back(std::move(uptime));
 
   auto info = family("portico_build_info", "Portico's version.", MetricType::Gauge);
   ClientMetric im;

@@ -7,7 +7,8 @@ namespace portico::metrics {
 
 std::vector<double> log_spaced_bounds(double lowest, double highest, int per_decade) {
   std::vector<double> out;
-  for (int k = 0; out.size() < Histogram::kMaxBuckets; ++k) {
+  // Capped well above what a config may ask for (the loader refuses more than kMaxBuckets).
+  for (int k = 0; out.size() <= 1000; ++k) {
     double v = lowest * std::pow(10.0, static_cast<double>(k) / per_decade);
     double scale = std::pow(10.0, std::floor(std::log10(v)) - 1);
     v = std::round(v / scale) * scale;
@@ -22,6 +23,8 @@ std::vector<double> log_spaced_bounds(double lowest, double highest, int per_dec
 
 void Histogram::observe(double seconds) {
   const auto& b = *bounds_;
+  if (b.empty())
+    return;
   size_t i = static_cast<size_t>(std::lower_bound(b.begin(), b.end(), seconds) - b.begin());
   bump(buckets_[i], 1);
   bump(count_, 1);

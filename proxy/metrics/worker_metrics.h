@@ -29,6 +29,8 @@ private:
 // One endpoint's pool in one worker.
 struct EndpointGauges {
   Gauge idle, busy, waiting;
+  Gauge connect_failures; // in a row; 0 once a connect succeeds
+  Gauge down_until;       // ev_now() until which the endpoint is passed over, 0 = never was
 };
 
 // The client's protocol, as the requests counter labels it.

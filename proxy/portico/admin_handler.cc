@@ -43,9 +43,24 @@ std::string AdminHandler::status_json(double now) const {
     out += ",\"max_connections\":" + std::to_string(c.max_connections);
     out += ",\"endpoints\":[";
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
-      if (e)
-        out += ",";
+      // Summed over the workers; the health is each worker's last connect, and one worker
+      // whose last connect failed is enough to call the endpoint down.
+      int64_t idle = 0, busy = 0, waiting = 0, failures = 0;
+      for (const auto& w : workers_) {
+        const auto& g = w->metrics().cluster(i).endpoints[e];
+        idle += g.idle.get();
+        busy += g.busy.get();
+        waiting += g.waiting.get();
+        failures = std::max(failures, g.connect_failures.get());
+      }
+      out += e ? ",{\"address\":" : "{\"address\":";
       append_json_string(out, c.endpoints[e]);
+      out += failures ? ",\"health\":\"down\"" : ",\"health\":\"up\"";
+      out += ",\"connect_failures\":" + std::to_string(failures);
+      out += ",\"idle\":" + std::to_string(idle);
+      out += ",\"busy\":" + std::to_string(busy);
+      out += ",\"queue_depth\":" + std::to_string(waiting);
+      out += ",\"in_flight\":" + std::to_string(busy + waiting) + "}";
     }
     out += "]}";
   }

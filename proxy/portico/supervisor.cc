@@ -14,7 +14,7 @@ constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP};
 Supervisor::Supervisor(const config::Config& cfg,
                        std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd,
                        const std::vector<int>& access_log_fds)
-    : cfg_(cfg), bounds_(metrics::log_spaced_bounds()) {
+    : cfg_(cfg), bounds_(cfg.metrics.enabled ? cfg.metrics.buckets : std::vector<double>{}) {
   // signalfd: the signals stay blocked in every thread and arrive here as file events.
   loop_ = ev_default_loop(EVFLAG_SIGNALFD);
   ev_async_init(&done_, done_cb);

@@ -80,13 +80,19 @@ UpstreamPool& Cluster::pick() {
   size_t n = pools_.size();
   if (n == 1)
     return *pools_[0];
-  // Start after the last choice so that equal loads rotate.
-  size_t best = next_ % n;
-  for (size_t k = 1; k < n; ++k) {
-    size_t i = (next_ + k) % n;
-    if (pools_[i]->load() < pools_[best]->load())
-      best = i;
-  }
+  // Least outstanding among the endpoints not held down after a failed connect; if every
+  // one is, among all (a request is better tried than refused). Starting after the last
+  // choice makes equal loads rotate.
+  double now = ev_now(loop_);
+  size_t best = n;
+  for (int pass = 0; pass < 2 && best == n; ++pass)
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (next_ + k) % n;
+      if (pass == 0 && !pools_[i]->available(now))
+        continue;
+      if (best == n || pools_[i]->load() < pools_[best]->load())
+        best = i;
+    }
   next_ = best + 1;
   return *pools_[best];
 }

@@ -129,6 +129,7 @@ void Http1Upstream::on_connected() {
     return;
   }
   state_ = State::ACTIVE;
+  pool_.note_connected();
   connect_seconds_ = ev_time() - connect_started_;
   pool_.metrics().connect.observe(connect_seconds_);
   ev_io_start(pool_.loop(), &rev_);
@@ -266,6 +267,8 @@ void Http1Upstream::fail(UpstreamError e) {
   UpstreamClient* c = client_;
   client_ = nullptr;
   bool retryable = (e == UpstreamError::RESET) && requests_ > 1 && !response_seen_;
+  if (e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT)
+    pool_.note_connect_failed();
   pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)

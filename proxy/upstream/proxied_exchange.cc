@@ -210,12 +210,20 @@ void ProxiedExchange::on_upstream_end() {
 
 void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {
   up_ = nullptr;
-  if (retryable && !retried_ && replayable_ && !response_started_) {
-    retried_ = true;
-    pool_->metrics().errors[5].inc(); // retried
-    phase_at_ = ev_time();
-    pool_->acquire(this, true);
-    return;
+  if (!retried_ && replayable_ && !response_started_) {
+    // A connect that failed sent nothing: try another endpoint (this one is now held down)
+    // if the cluster has one, as nginx's proxy_next_upstream error does.
+    bool connect_failed =
+        e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+    UpstreamPool* next = connect_failed ? &cluster_.pick() : pool_;
+    if (retryable || next != pool_) {
+      retried_ = true;
+      pool_->metrics().errors[5].inc(); // retried
+      pool_ = next;
+      phase_at_ = ev_time();
+      pool_->acquire(this, true);
+      return;
+    }
   }
   if (response_started_)
     ex_.abort(); // the client must see a cut response, never a clean short one

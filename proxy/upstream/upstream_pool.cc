@@ -98,6 +98,7 @@ bool UpstreamPool::connect_for(UpstreamClient* client) {
   }
   int fd = connect_nonblocking(address_);
   if (fd < 0) {
+    note_connect_failed();
     metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
     return false;
@@ -194,6 +195,20 @@ void UpstreamPool::serve_waiters() {
     cancel(c);
     connect_for(c);
   }
+}
+
+void UpstreamPool::note_connect_failed() {
+  ++connect_failures_;
+  down_until_ = ev_now(loop_) + cluster_.fail_timeout;
+  gauges_.connect_failures.set(connect_failures_);
+  gauges_.down_until.set(static_cast<int64_t>(down_until_));
+}
+
+void UpstreamPool::note_connected() {
+  if (connect_failures_ == 0)
+    return;
+  connect_failures_ = 0;
+  gauges_.connect_failures.set(0);
 }
 
 void UpstreamPool::publish() {

@@ -60,6 +60,12 @@ public:
   size_t waiting() const { return waiting_; }
   size_t load() const { return busy() + waiting_; }
 
+  // Passive health: after a failed connect the cluster passes the endpoint over for the
+  // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.
+  void note_connect_failed();
+  void note_connected();
+  bool available(double now) const { return connect_failures_ == 0 || now >= down_until_; }
+
 private:
   static void queue_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void idle_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
@@ -72,6 +78,8 @@ private:
   void arm_queue_timer();
   // Copies the counts into the gauges the admin thread reads.
   void publish();
+  int64_t connect_failures_ = 0;
+  double down_until_ = 0;
   // How long a request may wait here: the queue timeout, or while the name is still being
   // resolved, at least the connect timeout.
   double queue_limit() const {
