@@ -6,7 +6,7 @@
 
 namespace portico::core {
 
-void ByteQueue::append(const void* data, size_t n) {
+void ByteQueue::append_slow(const void* data, size_t n) {
   auto* p = static_cast<const char*>(data);
   while (n > 0) {
     auto space = write_space();

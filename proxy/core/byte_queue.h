@@ -3,6 +3,7 @@
 // copies once into the tail block; writing out gathers the blocks into one writev.
 #include "core/block_pool.h"
 
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <sys/types.h>
@@ -20,7 +21,16 @@ public:
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  void append(const void* data, size_t n);
+  // Inline for the common case (heads are appended a field piece at a time): room in the tail.
+  void append(const void* data, size_t n) {
+    if (tail_ && n <= tail_->writable()) {
+      std::memcpy(tail_->data + tail_->end, data, n);
+      tail_->end += static_cast<uint32_t>(n);
+      size_ += n;
+      return;
+    }
+    append_slow(data, n);
+  }
   void append(std::string_view s) { append(s.data(), s.size()); }
 
   // Space at the tail to write into directly (e.g. read(2) or a formatter), then commit().
@@ -45,6 +55,7 @@ public:
   void move_from(ByteQueue& other, size_t n);
 
 private:
+  void append_slow(const void* data, size_t n);
   Block* head_ = nullptr;
   Block* tail_ = nullptr;
   size_t size_ = 0;

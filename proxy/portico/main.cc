@@ -1,5 +1,6 @@
 // portico: reverse proxy and HTTP/2 terminator. See README.md for the configuration.
 #include "config/config_loader.h"
+#include "core/allocator_tuning.h"
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
 
@@ -27,6 +28,7 @@ Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests 
 } // namespace
 
 int main(int argc, char** argv) {
+  portico::core::tune_allocator();
   std::string config_path;
   bool test_only = false;
   for (int i = 1; i < argc; ++i) {

@@ -1,6 +1,7 @@
 #include "server/http2_server_session.h"
 
 #include "core/http_date.h"
+#include "core/small_allocator.h"
 #include "server/client_connection.h"
 #include "server/http2_stream.h"
 #include "server/server_context.h"
@@ -61,7 +62,8 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_session_server_new2(&session_, callbacks(), this, opt);
+  nghttp2_session_server_new3(&session_, callbacks(), this, opt,
+                              core::SmallAllocator::nghttp2_allocator());
   nghttp2_option_del(opt);
   if (up) {
     const auto& h = *up->head;

@@ -4,6 +4,7 @@
 // ways with backpressure; a request whose reused connection fails before any response byte is
 // retried once on a fresh connection while its body is still replayable.
 #include "core/byte_queue.h"
+#include "core/small_allocator.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
@@ -21,6 +22,10 @@ class ProxiedExchange final : public server::ExchangeListener, public UpstreamCl
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried.
   static constexpr size_t kReplayLimit = 64 * 1024;
+
+  // One per request: from the worker's free lists, not malloc.
+  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
+  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
   static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
                     metrics::RouteMetrics& route, metrics::AccessLog* log);

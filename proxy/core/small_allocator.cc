@@ -1,0 +1,128 @@
+#include "core/small_allocator.h"
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <nghttp2/nghttp2.h>
+
+namespace portico::core {
+
+namespace {
+
+// Every chunk is preceded by a 16-byte header: the free-list link in its first word while the
+// chunk is free, its class in byte kClassByte (kLarge: malloc'd as is) always, so that free()
+// needs no size and the payload keeps malloc's 16-byte alignment.
+constexpr size_t kHeader = 16;
+constexpr size_t kLarge = SmallAllocator::kClasses;
+constexpr size_t kClassByte = 8;
+
+size_t class_of(size_t n) {
+  if (n <= 32)
+    return 0;
+  return static_cast<size_t>(std::bit_width(n - 1)) - 5; // 33..64 -> 1, ..., 2049..4096 -> 7
+}
+
+size_t class_size(size_t c) {
+  return size_t{32} << c;
+}
+
+unsigned char* header_of(void* p) {
+  return static_cast<unsigned char*>(p) - kHeader;
+}
+
+void* nghttp2_malloc(size_t n, void*) {
+  return SmallAllocator::local().allocate(n);
+}
+void nghttp2_free(void* p, void*) {
+  SmallAllocator::local().deallocate(p);
+}
+void* nghttp2_calloc(size_t count, size_t n, void*) {
+  size_t total = count * n;
+  if (n && total / n != count)
+    return nullptr;
+  void* p = SmallAllocator::local().allocate(total);
+  if (p)
+    std::memset(p, 0, total);
+  return p;
+}
+void* nghttp2_realloc(void* p, size_t n, void*) {
+  return SmallAllocator::local().reallocate(p, n);
+}
+
+} // namespace
+
+SmallAllocator& SmallAllocator::local() {
+  thread_local SmallAllocator allocator;
+  return allocator;
+}
+
+void* SmallAllocator::allocate(size_t n) {
+  size_t c = class_of(n);
+  unsigned char* h;
+  if (c >= kClasses) {
+    h = static_cast<unsigned char*>(std::malloc(kHeader + n));
+    if (!h)
+      return nullptr;
+    h[kClassByte] = static_cast<unsigned char>(kLarge);
+  } else if (Chunk* k = free_[c]) {
+    free_[c] = k->next;
+    --free_count_[c];
+    h = reinterpret_cast<unsigned char*>(k);
+  } else {
+    h = static_cast<unsigned char*>(std::malloc(kHeader + class_size(c)));
+    if (!h)
+      return nullptr;
+    h[kClassByte] = static_cast<unsigned char>(c);
+  }
+  return h + kHeader;
+}
+
+void SmallAllocator::deallocate(void* p) {
+  if (!p)
+    return;
+  unsigned char* h = header_of(p);
+  size_t c = h[kClassByte];
+  if (c >= kClasses || free_count_[c] >= kMaxFreePerClass) {
+    std::free(h);
+    return;
+  }
+  auto* k = reinterpret_cast<Chunk*>(h);
+  static_assert(sizeof(Chunk) <= kClassByte);
+  k->next = free_[c];
+  free_[c] = k;
+  ++free_count_[c];
+}
+
+void* SmallAllocator::reallocate(void* p, size_t n) {
+  if (!p)
+    return allocate(n);
+  size_t c = header_of(p)[kClassByte];
+  size_t have = c >= kClasses ? 0 : class_size(c);
+  if (n <= have)
+    return p;
+  if (c >= kClasses) {
+    auto* h = static_cast<unsigned char*>(std::realloc(header_of(p), kHeader + n));
+    return h ? h + kHeader : nullptr;
+  }
+  void* q = allocate(n);
+  if (q) {
+    std::memcpy(q, p, have);
+    deallocate(p);
+  }
+  return q;
+}
+
+nghttp2_mem* SmallAllocator::nghttp2_allocator() {
+  static nghttp2_mem mem = {nullptr, nghttp2_malloc, nghttp2_free, nghttp2_calloc, nghttp2_realloc};
+  return &mem;
+}
+
+SmallAllocator::~SmallAllocator() {
+  for (Chunk*& head : free_)
+    while (Chunk* k = head) {
+      head = k->next;
+      std::free(k);
+    }
+}
+
+} // namespace portico::core

@@ -1,0 +1,79 @@
+#include "core/small_allocator.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+#include <set>
+#include <vector>
+
+namespace portico::core {
+namespace {
+
+TEST(SmallAllocator, ReusesChunksOfTheSameClass) {
+  auto& a = SmallAllocator::local();
+  void* p = a.allocate(100); // the 128-byte class
+  a.deallocate(p);
+  EXPECT_EQ(a.allocate(120), p);
+  void* q = a.allocate(100);
+  EXPECT_NE(q, p);
+  a.deallocate(p);
+  a.deallocate(q);
+}
+
+TEST(SmallAllocator, EveryClassBoundaryHoldsItsSize) {
+  auto& a = SmallAllocator::local();
+  std::vector<void*> live;
+  std::set<void*> seen;
+  for (size_t n :
+       {0, 1, 16, 31, 32, 33, 64, 65, 127, 128, 129, 1000, 2048, 2049, 4096, 4097, 100000}) {
+    auto* p = static_cast<unsigned char*>(a.allocate(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << n;
+    std::memset(p, 0xab, n); // ASan flags a chunk smaller than asked
+    EXPECT_TRUE(seen.insert(p).second);
+    live.push_back(p);
+  }
+  for (void* p : live)
+    a.deallocate(p);
+  a.deallocate(nullptr);
+}
+
+TEST(SmallAllocator, ReallocateKeepsTheBytes) {
+  auto& a = SmallAllocator::local();
+  auto* p = static_cast<char*>(a.allocate(40));
+  std::memcpy(p, "0123456789", 10);
+  EXPECT_EQ(a.reallocate(p, 60), p); // still within the 64-byte class
+  auto* q = static_cast<char*>(a.reallocate(p, 5000));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(std::memcmp(q, "0123456789", 10), 0);
+  auto* r = static_cast<char*>(a.reallocate(q, 9000)); // large to large
+  EXPECT_EQ(std::memcmp(r, "0123456789", 10), 0);
+  a.deallocate(r);
+  auto* s = static_cast<char*>(a.reallocate(nullptr, 10));
+  ASSERT_NE(s, nullptr);
+  a.deallocate(s);
+}
+
+TEST(SmallAllocator, FreeListsAreBounded) {
+  auto& a = SmallAllocator::local();
+  std::vector<void*> many;
+  for (size_t i = 0; i < SmallAllocator::kMaxFreePerClass + 100; ++i)
+    many.push_back(a.allocate(500));
+  for (void* p : many)
+    a.deallocate(p); // the ones past the bound go back to malloc (LSan checks none is lost)
+}
+
+TEST(SmallAllocator, Nghttp2CallocZeroesAndRefusesOverflow) {
+  nghttp2_mem* m = SmallAllocator::nghttp2_allocator();
+  auto* p = static_cast<unsigned char*>(m->malloc(64, m->mem_user_data));
+  std::memset(p, 0xff, 64);
+  m->free(p, m->mem_user_data);
+  auto* z = static_cast<unsigned char*>(m->calloc(8, 8, m->mem_user_data));
+  for (int i = 0; i < 64; ++i)
+    ASSERT_EQ(z[i], 0);
+  m->free(z, m->mem_user_data);
+  EXPECT_EQ(m->calloc(SIZE_MAX / 2, 4, m->mem_user_data), nullptr);
+}
+
+} // namespace
+} // namespace portico::core
