@@ -1,5 +1,6 @@
 #include "http/http1_response_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -82,7 +83,40 @@ int Http1ResponseParser::scan_rest() {
   return scanner_.failed() ? fail(scanner_.reason()) : 0;
 }
 
+std::string_view Http1ResponseParser::take(std::string_view last, std::string_view more) {
+  if (!last.empty())
+    return arena_.append(last, more);
+  views_in_buffer_ = true;
+  return more;
+}
+
+void Http1ResponseParser::pin_views(const char* data, size_t len) {
+  views_in_buffer_ = false;
+  auto in_buffer = [&](std::string_view v) {
+    return !v.empty() && v.data() >= data && v.data() < data + len;
+  };
+  auto pin = [&](std::string_view& v) {
+    if (in_buffer(v))
+      v = arena_.copy(v);
+  };
+  for (auto& f : head_.headers) {
+    pin(f.name);
+    pin(f.value);
+  }
+  pin(field_);
+  pin(value_);
+}
+
 size_t Http1ResponseParser::feed(const char* data, size_t len) {
+  size_t n = parse(data, len);
+  // Fields point into the caller's buffer, which is reused after this returns: a head that
+  // is not complete yet keeps copies instead.
+  if (views_in_buffer_)
+    pin_views(data, len);
+  return n;
+}
+
+size_t Http1ResponseParser::parse(const char* data, size_t len) {
   if (failed_ || done_ || len == 0)
     return 0;
   started_ = true;
@@ -149,14 +183,14 @@ int Http1ResponseParser::on_status_complete(llhttp_t* p) {
 int Http1ResponseParser::on_header_field(llhttp_t* p, const char* at, size_t len) {
   auto* s = self(p);
   if (!s->interim_) // an interim response's fields are checked by the scanner, then dropped
-    s->field_ = s->arena_.append(s->field_, {at, len});
+    s->field_ = s->take(s->field_, {at, len});
   return 0;
 }
 
 int Http1ResponseParser::on_header_value(llhttp_t* p, const char* at, size_t len) {
   auto* s = self(p);
   if (!s->interim_)
-    s->value_ = s->arena_.append(s->value_, {at, len});
+    s->value_ = s->take(s->value_, {at, len});
   return 0;
 }
 
@@ -170,10 +204,14 @@ int Http1ResponseParser::finish_field() {
   // The scanner refuses ": v" before llhttp (which takes it) reads it; this stays the backstop.
   if (field_.empty())
     return fail("empty header field name");
-  // Lower-case the name in place: the arena owns these bytes.
-  char* name = const_cast<char*>(field_.data());
-  for (size_t i = 0; i < field_.size(); ++i)
-    name[i] = ascii_lower(name[i]);
+  // Names are compared and sent lower-case; the input buffer is not ours to write, so a name
+  // with a capital is copied (lowered) into the arena.
+  if (std::any_of(field_.begin(), field_.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    char* name = arena_.allocate(field_.size());
+    for (size_t i = 0; i < field_.size(); ++i)
+      name[i] = ascii_lower(field_[i]);
+    field_ = {name, field_.size()};
+  }
   // llhttp drops the leading whitespace of a value, not the trailing. The scanner has refused
   // control bytes in values.
   std::string_view v = value_;
@@ -218,6 +256,9 @@ int Http1ResponseParser::on_headers_complete(llhttp_t* p) {
     s->scanner_.stop();
   }
   s->sink_.on_response_head(h);
+  // The head has been handed on: its views into the buffer are no longer read.
+  h.headers.clear();
+  s->views_in_buffer_ = false;
   return no_body ? 1 : 0; // 1: llhttp reads no body, whatever the fields said
 }
 

@@ -83,6 +83,11 @@ private:
   static int on_message_complete(llhttp_t* p);
   static const llhttp_settings_t* settings();
 
+  size_t parse(const char* data, size_t len);
+  // A field's first piece is a view into the input buffer (no copy); a second piece copies
+  // both into the arena.
+  std::string_view take(std::string_view last, std::string_view more);
+  void pin_views(const char* data, size_t len);
   int fail(const char* reason);
   int finish_field();
   int end_interim_head();
@@ -104,6 +109,7 @@ private:
   bool head_request_ = false;
   bool interim_ = false; // parsing a 1xx
   bool in_trailers_ = false;
+  bool views_in_buffer_ = false; // some field views point into the current input buffer
   bool done_ = false;
   bool started_ = false;
   bool failed_ = false;
