@@ -62,13 +62,14 @@ void ByteQueue::drain(size_t n) {
     b->begin += static_cast<uint32_t>(k);
     n -= k;
     if (b->readable() == 0) {
-      // Keep an empty tail block for the next append; release everything else.
-      if (b == tail_) {
-        b->begin = b->end = 0;
-        break;
-      }
+      // Empty blocks go back to the pool, the tail too: an idle connection or a parked stream
+      // holds no block (the next append gets one from the free list, still warm).
       head_ = b->next;
+      if (b == tail_)
+        tail_ = nullptr;
       BlockPool::local().put(b);
+      if (!head_)
+        break;
     }
   }
 }

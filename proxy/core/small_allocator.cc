@@ -82,7 +82,7 @@ void SmallAllocator::deallocate(void* p) {
     return;
   unsigned char* h = header_of(p);
   size_t c = h[kClassByte];
-  if (c >= kClasses || free_count_[c] >= kMaxFreePerClass) {
+  if (c >= kClasses || free_count_[c] >= max_free(c)) {
     std::free(h);
     return;
   }

@@ -25,7 +25,11 @@ public:
   ~SmallAllocator();
 
   static constexpr size_t kClasses = 8; // 32, 64, ..., 4096
-  static constexpr size_t kMaxFreePerClass = 2048;
+  // Each class keeps at most this many bytes free (16 MiB per thread in all): thousands of
+  // concurrent streams each hold several chunks, and a free list shorter than the working
+  // set sends every request back to malloc.
+  static constexpr size_t kMaxFreeBytesPerClass = 2 << 20;
+  static constexpr size_t max_free(size_t c) { return kMaxFreeBytesPerClass / (size_t{32} << c); }
 
 private:
   struct Chunk {

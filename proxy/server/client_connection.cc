@@ -57,7 +57,6 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
   timer_.repeat = check_interval();
   ev_timer_again(loop(), &timer_);
   last_activity_ = ev_now(loop());
-  in_ = core::BlockPool::local().get();
   ev_io_start(loop(), &rev_);
 }
 
@@ -211,6 +210,8 @@ void ClientConnection::on_readable() {
   if (tls_ && !tls_->established() && !handshake())
     return;
   for (int i = 0; i < kReadsPerWakeup && close_state_ == CloseState::OPEN; ++i) {
+    if (!in_)
+      in_ = core::BlockPool::local().get();
     if (in_->writable() == 0) {
       if (in_->begin == 0) {
         // Full of input the session cannot take yet (a pipelined request waits).
@@ -276,7 +277,7 @@ void ClientConnection::process_input() {
   input_pending_ = false;
   if (close_state_ != CloseState::OPEN)
     return;
-  if (!session_ && (tls_ || in_->readable() == 0 || !detect_protocol()))
+  if (!in_ || (!session_ && (tls_ || in_->readable() == 0 || !detect_protocol())))
     return;
   while (in_->readable() > 0 && close_state_ == CloseState::OPEN) {
     size_t used = session_->on_input(in_->data + in_->begin, in_->readable());
@@ -293,8 +294,12 @@ void ClientConnection::process_input() {
     if (used == 0)
       break;
   }
-  if (in_->begin == in_->end)
-    in_->begin = in_->end = 0;
+  if (in_->begin == in_->end) {
+    // Nothing left to parse: an idle connection holds no input block (the pool's free list
+    // hands one back on the next read, warm).
+    core::BlockPool::local().put(in_);
+    in_ = nullptr;
+  }
 }
 
 void ClientConnection::on_writable() {
@@ -389,7 +394,7 @@ bool ClientConnection::run_deferred() {
     process_input();
   flush();
   if (close_state_ == CloseState::OPEN && !reading_paused_ && !eof_) {
-    if (in_->writable() > 0 || in_->begin > 0) {
+    if (!in_ || in_->writable() > 0 || in_->begin > 0) {
       ev_io_start(loop(), &rev_);
       // Decrypted bytes left in OpenSSL while reading was paused: no socket event will come.
       if (tls_ && tls_->established() && tls_->pending())

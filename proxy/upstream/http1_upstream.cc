@@ -31,7 +31,6 @@ Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
   wev_.data = this;
   ev_init(&timer_, timer_cb);
   timer_.data = this;
-  in_ = core::BlockPool::local().get();
   connect_started_ = ev_time();
   // Writability tells that connect(2) finished, one way or the other.
   ev_io_start(pool_.loop(), &wev_);
@@ -46,7 +45,8 @@ Http1Upstream::~Http1Upstream() {
     ev_timer_stop(pool_.loop(), &timer_);
     ::close(fd_);
   }
-  core::BlockPool::local().put(in_);
+  if (in_)
+    core::BlockPool::local().put(in_);
 }
 
 void Http1Upstream::arm_timer(double seconds) {
@@ -150,7 +150,7 @@ void Http1Upstream::resume_reading() {
   last_read_ = ev_now(pool_.loop());
   ev_io_start(pool_.loop(), &rev_);
   // Bytes that arrived before the pause and were not parsed yet.
-  if (in_->readable() > 0)
+  if (in_ && in_->readable() > 0)
     on_readable();
 }
 
@@ -165,6 +165,8 @@ void Http1Upstream::on_readable() {
     return;
   }
   for (int i = 0; i < kReadsPerWakeup && state_ == State::ACTIVE && !reading_paused_; ++i) {
+    if (!in_)
+      in_ = core::BlockPool::local().get();
     if (in_->readable() == 0)
       in_->begin = in_->end = 0;
     ssize_t n = 0;
@@ -250,8 +252,13 @@ void Http1Upstream::finish_exchange() {
   UpstreamClient* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived.
-  bool reusable = head_.keep_alive && request_complete_ && out_.empty() && in_->readable() == 0 &&
-                  state_ == State::ACTIVE;
+  bool reusable = head_.keep_alive && request_complete_ && out_.empty() &&
+                  (!in_ || in_->readable() == 0) && state_ == State::ACTIVE;
+  if (reusable && in_) {
+    // An idle pooled connection holds no input block; the next response gets one.
+    core::BlockPool::local().put(in_);
+    in_ = nullptr;
+  }
   ev_timer_stop(pool_.loop(), &timer_);
   if (reusable) {
     state_ = State::IDLE;

@@ -57,7 +57,7 @@ TEST(SmallAllocator, ReallocateKeepsTheBytes) {
 TEST(SmallAllocator, FreeListsAreBounded) {
   auto& a = SmallAllocator::local();
   std::vector<void*> many;
-  for (size_t i = 0; i < SmallAllocator::kMaxFreePerClass + 100; ++i)
+  for (size_t i = 0; i < SmallAllocator::max_free(4) + 100; ++i)
     many.push_back(a.allocate(500));
   for (void* p : many)
     a.deallocate(p); // the ones past the bound go back to malloc (LSan checks none is lost)
