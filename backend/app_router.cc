@@ -5,6 +5,7 @@
 #include "counter_store.h"
 #include "delay_app.h"
 #include "echo_app.h"
+#include "request_meter.h"
 #include "static_files.h"
 
 #include <charconv>
@@ -27,19 +28,19 @@ bool valid_counter_id(std::string_view id) {
   return true;
 }
 
-void status_app(server::Exchange& ex, std::string_view code) {
+int status_app(server::Exchange& ex, std::string_view code) {
   int status = 0;
   auto r = std::from_chars(code.data(), code.data() + code.size(), status);
   if (r.ec != std::errc() || r.ptr != code.data() + code.size() || status < 200 || status > 599) {
     ex.respond(400, "text/plain", "status must be 200..599\n");
-    return;
+    return 400;
   }
   if (http::status_has_no_body(status)) {
     http::ResponseHead head;
     head.status = status;
     ex.send_head(head);
     ex.end_response();
-    return;
+    return status;
   }
   std::string_view reason = http::reason_phrase(status);
   char body[64];
@@ -51,11 +52,12 @@ void status_app(server::Exchange& ex, std::string_view code) {
   n += k;
   body[n++] = '\n';
   ex.respond(status, "text/plain", {body, n});
+  return status;
 }
 
 // The request as this server saw it, one "name: value" line per field after the request
 // line: what a proxy in front added, dropped or joined.
-void headers_app(server::Exchange& ex) {
+int headers_app(server::Exchange& ex) {
   const auto& req = ex.request();
   std::string body;
   body.reserve(512);
@@ -64,6 +66,7 @@ void headers_app(server::Exchange& ex) {
   for (const auto& h : req.headers)
     body.append(h.name).append(": ").append(h.value).append("\n");
   ex.respond(200, "text/plain", body);
+  return 200;
 }
 
 } // namespace
@@ -71,38 +74,67 @@ void headers_app(server::Exchange& ex) {
 void AppRouter::on_request(server::Exchange& ex) {
   if (on_each_request)
     on_each_request();
+  App app;
+  if (!meter_) {
+    dispatch(ex, &app);
+    return;
+  }
+  double started = meter_->begin();
+  int status = dispatch(ex, &app);
+  meter_->end_dispatch(ex, app, status, started);
+}
+
+int AppRouter::dispatch(server::Exchange& ex, App* app) {
   const auto& req = ex.request();
   std::string_view path = req.path();
   std::string_view query = req.query();
   if (path == "/" || path == "/hello") {
     std::string_view id = http::query_param(query, "id");
-    if (path == "/" && !id.empty())
-      counter(ex, id);
-    else
-      ex.respond(200, "text/plain", kHello);
-  } else if (path == "/counter") {
-    counter(ex, http::query_param(query, "id"));
-  } else if (path == "/echo") {
-    EchoApp::start(ex);
-  } else if (path.starts_with("/status/")) {
-    status_app(ex, path.substr(8));
-  } else if (path == "/delay") {
-    DelayApp::start(ex, http::query_param(query, "ms"), kHello);
-  } else if (path == "/bytes") {
-    BytesApp::start(ex, http::query_param(query, "n"));
-  } else if (path == "/headers") {
-    headers_app(ex);
-  } else if (files_) {
-    files_->serve(ex);
-  } else {
-    ex.respond(404, "text/plain", "not found\n");
+    if (path == "/" && !id.empty()) {
+      *app = App::COUNTER;
+      return counter(ex, id);
+    }
+    *app = App::HELLO;
+    ex.respond(200, "text/plain", kHello);
+    return 200;
   }
+  if (path == "/counter") {
+    *app = App::COUNTER;
+    return counter(ex, http::query_param(query, "id"));
+  }
+  if (path == "/echo") {
+    *app = App::ECHO;
+    return EchoApp::start(ex);
+  }
+  if (path.starts_with("/status/")) {
+    *app = App::STATUS;
+    return status_app(ex, path.substr(8));
+  }
+  if (path == "/delay") {
+    *app = App::DELAY;
+    return DelayApp::start(ex, http::query_param(query, "ms"), kHello);
+  }
+  if (path == "/bytes") {
+    *app = App::BYTES;
+    return BytesApp::start(ex, http::query_param(query, "n"));
+  }
+  if (path == "/headers") {
+    *app = App::HEADERS;
+    return headers_app(ex);
+  }
+  if (files_) {
+    *app = App::STATIC;
+    return files_->serve(ex);
+  }
+  *app = App::NOT_FOUND;
+  ex.respond(404, "text/plain", "not found\n");
+  return 404;
 }
 
-void AppRouter::counter(server::Exchange& ex, std::string_view id) {
+int AppRouter::counter(server::Exchange& ex, std::string_view id) {
   if (!valid_counter_id(id)) {
     ex.respond(400, kJson, "{\"error\":\"id must be 1-48 characters of [A-Za-z0-9_-]\"}\n");
-    return;
+    return 400;
   }
   std::string error;
   auto value = counters_.increment(id, &error);
@@ -111,13 +143,14 @@ void AppRouter::counter(server::Exchange& ex, std::string_view id) {
     core::append_json_escaped(body, error);
     body += "\"}\n";
     ex.respond(503, kJson, body);
-    return;
+    return 503;
   }
   char body[48] = "{\"counter\":";
   size_t n = 11;
   n = static_cast<size_t>(std::to_chars(body + n, body + sizeof body - 2, *value).ptr - body);
   body[n++] = '}';
   ex.respond(200, kJson, {body, n});
+  return 200;
 }
 
 } // namespace portico::backend

@@ -8,6 +8,8 @@
 //   /bytes?n=N           N bytes of body, streamed with backpressure
 //   /headers             the request's fields as received, one per line
 //   anything else        a static file under --document-root, or 404
+// With a RequestMeter (--admin), each request is recorded by app and status.
+#include "backend_metrics.h"
 #include "server/exchange.h"
 
 #include <cstdint>
@@ -16,11 +18,14 @@
 namespace portico::backend {
 
 class CounterStore;
+class RequestMeter;
 class StaticFiles;
 
 class AppRouter final : public server::RequestHandler {
 public:
-  AppRouter(CounterStore& counters, StaticFiles* files) : counters_(counters), files_(files) {}
+  // meter: null when metrics are off.
+  AppRouter(CounterStore& counters, StaticFiles* files, RequestMeter* meter = nullptr)
+      : counters_(counters), files_(files), meter_(meter) {}
   void on_request(server::Exchange& ex) override;
 
   // Called before each request is answered (the worker counts toward --max-requests here,
@@ -28,9 +33,12 @@ public:
   std::function<void()> on_each_request;
 
 private:
-  void counter(server::Exchange& ex, std::string_view id);
+  // Runs the app for the request; returns the status it answered (or will answer) with.
+  int dispatch(server::Exchange& ex, App* app);
+  int counter(server::Exchange& ex, std::string_view id);
   CounterStore& counters_;
   StaticFiles* files_;
+  RequestMeter* meter_;
 };
 
 } // namespace portico::backend

@@ -18,12 +18,12 @@ std::string_view pattern() {
 }
 } // namespace
 
-void BytesApp::start(server::Exchange& ex, std::string_view n_text) {
+int BytesApp::start(server::Exchange& ex, std::string_view n_text) {
   int64_t n = 0;
   auto r = std::from_chars(n_text.data(), n_text.data() + n_text.size(), n);
   if (r.ec != std::errc() || r.ptr != n_text.data() + n_text.size() || n < 0 || n > kMaxBytes) {
     ex.respond(400, "text/plain", "n must be 0..2^40\n");
-    return;
+    return 400;
   }
   http::ResponseHead head;
   head.content_length = n;
@@ -31,11 +31,12 @@ void BytesApp::start(server::Exchange& ex, std::string_view n_text) {
   ex.send_head(head);
   if (n == 0 || ex.request().is_head()) {
     ex.end_response();
-    return;
+    return 200;
   }
   auto* app = new BytesApp(n);
   ex.set_listener(app);
-  app->produce(ex);
+  app->produce(ex); // may delete app
+  return 200;
 }
 
 void BytesApp::produce(server::Exchange& ex) {

@@ -10,7 +10,8 @@ namespace portico::backend {
 class BytesApp final : public server::ExchangeListener {
 public:
   static constexpr int64_t kMaxBytes = int64_t(1) << 40;
-  static void start(server::Exchange& ex, std::string_view n);
+  // Returns the response status (400 or 200), for the metrics.
+  static int start(server::Exchange& ex, std::string_view n);
 
   void on_response_writable(server::Exchange& ex) override { produce(ex); }
   void on_exchange_close(server::Exchange& ex) override { delete this; }

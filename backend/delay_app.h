@@ -7,7 +7,8 @@ namespace portico::backend {
 
 class DelayApp final : public server::ExchangeListener {
 public:
-  static void start(server::Exchange& ex, std::string_view ms, std::string_view body);
+  // Returns the status answered (400) or to come (200), for the metrics.
+  static int start(server::Exchange& ex, std::string_view ms, std::string_view body);
   void on_exchange_close(server::Exchange& ex) override;
 
 private:

@@ -2,7 +2,7 @@
 
 namespace portico::backend {
 
-void EchoApp::start(server::Exchange& ex) {
+int EchoApp::start(server::Exchange& ex) {
   const auto& req = ex.request();
   http::ResponseHead head;
   head.content_length = req.chunked ? -1 : std::max<int64_t>(req.content_length, 0);
@@ -11,9 +11,10 @@ void EchoApp::start(server::Exchange& ex) {
   ex.send_head(head);
   if (head.content_length == 0) {
     ex.end_response();
-    return;
+    return 200;
   }
   ex.set_listener(new EchoApp);
+  return 200;
 }
 
 void EchoApp::on_request_body(server::Exchange& ex, std::string_view data) {

@@ -10,7 +10,8 @@ namespace portico::backend {
 
 class EchoApp final : public server::ExchangeListener {
 public:
-  static void start(server::Exchange& ex);
+  // Returns the response status (200), for the metrics.
+  static int start(server::Exchange& ex);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;
   void on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) override;

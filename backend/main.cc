@@ -1,4 +1,5 @@
 // portico-backend: a preforked HTTP/1.1 and h2c app server (hello, counter, echo, static files).
+#include "core/allocator_tuning.h"
 #include "listen_sockets.h"
 #include "master.h"
 #include "options.h"
@@ -9,6 +10,7 @@
 
 int main(int argc, char** argv) {
   using namespace portico::backend;
+  portico::core::tune_allocator();
   int code = 0;
   auto opts = parse_options(argc, argv, &code);
   if (!opts)

@@ -45,6 +45,8 @@ Master::Master(Options opts, std::vector<ListenSocket> sockets)
   target_ = opts_.workers > 0 ? opts_.workers : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
   if (opts_.store == "shm")
     shm_ = std::make_unique<ShmCounterTable>();
+  if (!opts_.admin.empty())
+    metrics_ = std::make_unique<BackendMetrics>(BackendMetrics::capacity_for(target_));
 }
 
 Master::~Master() {
@@ -62,9 +64,20 @@ void Master::log(const char* fmt, ...) {
 }
 
 bool Master::spawn() {
+  int slot = -1;
+  if (metrics_) {
+    slot = metrics_->acquire();
+    if (slot < 0) {
+      // Only when old generations still drain after many quick HUPs: wait for one to exit.
+      log("no metrics slot free (%zu workers alive): worker start postponed", metrics_->in_use());
+      return false;
+    }
+  }
   pid_t pid = ::fork();
   if (pid < 0) {
     log("fork failed: %s", std::strerror(errno));
+    if (metrics_)
+      metrics_->release(slot);
     return false;
   }
   if (pid == 0) {
@@ -73,6 +86,8 @@ bool Master::spawn() {
     // sent meanwhile (a HUP right after this spawn) stops the worker gracefully instead of
     // killing it.
     ::close(sigfd_);
+    if (admin_)
+      admin_->close_fds();
     for (int s : kSignals)
       ::signal(s, SIG_DFL);
     sigset_t set = master_sigset();
@@ -82,16 +97,32 @@ bool Master::spawn() {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1)
       _exit(0);
-    int code = run_worker(opts_, sockets_, shm_.get());
+    int code = run_worker(opts_, sockets_, shm_.get(), metrics_ ? &metrics_->slot(slot) : nullptr);
     std::fflush(nullptr);
 #ifdef __SANITIZE_ADDRESS__
     __lsan_do_leak_check(); // _exit skips LeakSanitizer's atexit check: a worker runs it here
 #endif
     _exit(code);
   }
-  workers_[pid] = {generation_, now_seconds()};
+  workers_[pid] = {generation_, now_seconds(), slot};
   log("worker %d started (generation %u)", int(pid), generation_);
   return true;
+}
+
+void Master::spawn_or_retry(double now) {
+  if (!spawn())
+    respawn_at_.push_back(now + 0.1);
+}
+
+void Master::count_exit(const WorkerInfo& info, int status) {
+  switch (info.stop) {
+  case StopReason::HUP: ++stats_.restarts[size_t(RestartCause::HUP)]; return;
+  case StopReason::SHRINK:
+  case StopReason::STOP: return; // not replaced
+  case StopReason::NONE: break;
+  }
+  bool retired = WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitRetired;
+  ++stats_.restarts[size_t(retired ? RestartCause::MAX_REQUESTS : RestartCause::CRASH)];
 }
 
 double Master::backoff_delay(double lived) {
@@ -115,6 +146,9 @@ void Master::reap() {
       continue;
     WorkerInfo info = it->second;
     workers_.erase(it);
+    if (metrics_)
+      metrics_->release(info.slot); // its counts stay in the slot for the next worker
+    count_exit(info, status);
     bool current = info.generation == generation_;
     if (WIFSIGNALED(status)) {
       double delay = backoff_delay(now - info.started_at);
@@ -135,10 +169,28 @@ void Master::reap() {
   }
 }
 
-void Master::signal_workers(int sig, bool old_generations_only) {
-  for (const auto& [pid, info] : workers_)
-    if (!old_generations_only || info.generation != generation_)
+void Master::signal_workers(int sig, bool old_generations_only, StopReason why) {
+  for (auto& [pid, info] : workers_)
+    if (!old_generations_only || info.generation != generation_) {
+      if (info.stop == StopReason::NONE)
+        info.stop = why;
       ::kill(pid, sig);
+    }
+}
+
+AdminResponse Master::admin_response(std::string_view path) {
+  if (path == "/metrics") {
+    SupervisionStats s = stats_;
+    s.workers_configured = target_;
+    for (const auto& [pid, info] : workers_) {
+      bool busy = info.slot >= 0 && metrics_->slot(info.slot).in_flight() > 0;
+      ++(busy ? s.workers_busy : s.workers_idle);
+    }
+    return {200, "text/plain; version=0.0.4; charset=utf-8", expose(*metrics_, s)};
+  }
+  if (path == "/healthz")
+    return {200, "text/plain", "ok\n"};
+  return {404, "text/plain", "not found: try /metrics or /healthz\n"};
 }
 
 void Master::handle_signal(int sig) {
@@ -152,8 +204,8 @@ void Master::handle_signal(int sig) {
     ++generation_;
     respawn_at_.clear();
     for (int i = 0; i < target_; ++i)
-      spawn();
-    signal_workers(SIGTERM, true);
+      spawn_or_retry(now_seconds());
+    signal_workers(SIGTERM, true, StopReason::HUP);
     break;
   case SIGTERM:
   case SIGQUIT:
@@ -162,22 +214,27 @@ void Master::handle_signal(int sig) {
       stopping_ = true;
       stop_deadline_ = now_seconds() + opts_.graceful_timeout + 1;
       respawn_at_.clear();
-      signal_workers(SIGTERM, false);
+      signal_workers(SIGTERM, false, StopReason::STOP);
     }
     break;
   case SIGINT:
     log("immediate stop");
     stopping_ = true;
     respawn_at_.clear();
-    signal_workers(SIGKILL, false);
+    signal_workers(SIGKILL, false, StopReason::STOP);
     stop_deadline_ = now_seconds();
     break;
   case SIGTTIN:
     if (stopping_)
       break;
+    if (metrics_ && target_ >= static_cast<int>(metrics_->capacity() / 2)) {
+      // Half the table: a graceful restart's new generation must find slots too.
+      log("workers: %d (the most the --admin metrics table holds)", target_);
+      break;
+    }
     ++target_;
     log("workers: %d", target_);
-    spawn();
+    spawn_or_retry(now_seconds());
     break;
   case SIGTTOU:
     if (stopping_)
@@ -189,6 +246,7 @@ void Master::handle_signal(int sig) {
       for (auto it = workers_.rbegin(); it != workers_.rend(); ++it)
         if (it->second.generation == generation_) {
           it->second.generation = generation_ - 1; // not respawned when it exits
+          it->second.stop = StopReason::SHRINK;
           ::kill(it->first, SIGTERM);
           break;
         }
@@ -204,11 +262,18 @@ void Master::schedule_respawns(double now) {
   for (const auto& [pid, info] : workers_)
     alive += info.generation == generation_;
   std::sort(respawn_at_.begin(), respawn_at_.end());
+  int failed = 0;
   while (!respawn_at_.empty() && respawn_at_.front() <= now) {
     respawn_at_.erase(respawn_at_.begin());
-    if (alive < target_ && spawn())
-      ++alive;
+    if (alive < target_) {
+      if (spawn())
+        ++alive;
+      else
+        ++failed;
+    }
   }
+  for (int i = 0; i < failed; ++i)
+    respawn_at_.push_back(now + 0.1);
 }
 
 int Master::run() {
@@ -218,6 +283,19 @@ int Master::run() {
   if (sigfd_ < 0) {
     log("signalfd: %s", std::strerror(errno));
     return 1;
+  }
+  if (metrics_) {
+    if (!metrics_->ok()) {
+      log("cannot map the metrics table: %s", std::strerror(errno));
+      return 1;
+    }
+    admin_ = std::make_unique<AdminServer>(
+        [this](std::string_view path) { return admin_response(path); });
+    std::string error;
+    if (!admin_->listen(opts_.admin, &error)) {
+      log("admin address %s: %s", opts_.admin.c_str(), error.c_str());
+      return 1;
+    }
   }
   if (!opts_.pid_file.empty()) {
     if (FILE* f = std::fopen(opts_.pid_file.c_str(), "w")) {
@@ -230,10 +308,13 @@ int Master::run() {
   }
   for (const auto& s : sockets_)
     log("listening on %s", s.name.c_str());
+  if (admin_)
+    log("admin on %s", opts_.admin.c_str());
   for (int i = 0; i < target_; ++i)
-    spawn();
+    spawn_or_retry(now_seconds());
   log("started %d workers", target_);
 
+  std::vector<pollfd> fds;
   while (!(stopping_ && workers_.empty())) {
     double now = now_seconds();
     schedule_respawns(now);
@@ -243,19 +324,32 @@ int Master::run() {
           0, int((*std::min_element(respawn_at_.begin(), respawn_at_.end()) - now) * 1000) + 1);
     if (stopping_) {
       if (now >= stop_deadline_) {
-        signal_workers(SIGKILL, false); // graceful period over
+        signal_workers(SIGKILL, false, StopReason::STOP); // graceful period over
         stop_deadline_ = now + 3600;
       }
       timeout_ms = std::max(0, int((stop_deadline_ - now) * 1000) + 1);
     }
-    pollfd p{sigfd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, timeout_ms);
+    fds.assign(1, pollfd{sigfd_, POLLIN, 0});
+    if (admin_) {
+      admin_->add_pollfds(fds);
+      int t = admin_->timeout_ms(now);
+      if (t >= 0)
+        timeout_ms = timeout_ms < 0 ? t : std::min(timeout_ms, t);
+    }
+    int rc = ::poll(fds.data(), fds.size(), timeout_ms);
     if (rc < 0 && errno != EINTR)
       break;
     signalfd_siginfo si;
     while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
       handle_signal(static_cast<int>(si.ssi_signo));
+    if (admin_) {
+      if (rc < 0)
+        for (auto& p : fds)
+          p.revents = 0; // EINTR: nothing to read, deadlines still to check
+      admin_->on_poll(fds.data() + 1, now_seconds());
+    }
   }
+  admin_.reset(); // no scrape answered by a master about to exit
   for (const auto& s : sockets_)
     if (!s.unix_path.empty())
       ::unlink(s.unix_path.c_str());

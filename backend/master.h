@@ -3,7 +3,13 @@
 // the workers and keeps their number right. Signals: HUP graceful restart (new workers first,
 // then the old ones finish and exit), TERM/QUIT graceful stop, INT immediate stop,
 // TTIN/TTOU one worker more/less. A crashed worker is respawned with backoff.
+//
+// With --admin, the master also owns the request metrics table (a slot per live worker, in
+// shared memory made before fork) and serves /metrics and /healthz from its poll loop.
+#include "admin_server.h"
+#include "backend_metrics.h"
 #include "listen_sockets.h"
+#include "metrics_exposition.h"
 #include "options.h"
 #include "shm_counter_table.h"
 
@@ -22,15 +28,30 @@ public:
   int run();
 
 private:
+  // Why the master asked a worker to stop, if it did.
+  enum class StopReason {
+    NONE,   // not asked: an exit is a crash or a retirement after --max-requests
+    HUP,    // replaced by a graceful restart
+    SHRINK, // TTOU: not replaced
+    STOP,   // the master is stopping
+  };
   struct WorkerInfo {
     unsigned generation;
     double started_at;
+    int slot = -1; // in metrics_, when --admin is on
+    StopReason stop = StopReason::NONE;
   };
 
+  // Forks a worker of the current generation; false (logged) when fork fails or no metrics
+  // slot is free, and then the caller retries later.
   bool spawn();
+  void spawn_or_retry(double now);
+  void count_exit(const WorkerInfo& info, int status);
+  AdminResponse admin_response(std::string_view path);
   void reap();
   void handle_signal(int sig);
-  void signal_workers(int sig, bool old_generations_only);
+  // Signals the workers (of older generations only, or all), noting why.
+  void signal_workers(int sig, bool old_generations_only, StopReason why);
   void schedule_respawns(double now);
   double backoff_delay(double lived);
   void log(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -38,6 +59,9 @@ private:
   Options opts_;
   std::vector<ListenSocket> sockets_;
   std::unique_ptr<ShmCounterTable> shm_;
+  std::unique_ptr<BackendMetrics> metrics_; // --admin only
+  std::unique_ptr<AdminServer> admin_;
+  SupervisionStats stats_;
   std::map<pid_t, WorkerInfo> workers_;
   std::vector<double> respawn_at_; // pending respawns, by due time
   unsigned generation_ = 0;

@@ -20,6 +20,8 @@ constexpr const char* kUsage = R"(usage: portico-backend [options]
   --pid-file FILE           write the master's pid here
   --max-body BYTES          larger request bodies get 413 (default 1 GiB)
   --graceful-timeout SECS   how long old workers may finish on HUP/TERM (default 30)
+  --admin HOST:PORT         serve /metrics (Prometheus, all workers) and /healthz from the
+                            master (default: off)
 Listening sockets inherited from Server::Starter (SERVER_STARTER_PORT) are used when present.
 Signals to the master: HUP graceful restart, TERM graceful stop, INT immediate stop,
 TTIN/TTOU one worker more/less.
@@ -73,6 +75,8 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
       ok = parse_number(value, o.max_body_bytes) && o.max_body_bytes >= 0;
     else if (arg == "--graceful-timeout")
       ok = parse_number(value, o.graceful_timeout) && o.graceful_timeout >= 0;
+    else if (arg == "--admin")
+      ok = !(o.admin = std::string(value)).empty();
     else {
       std::fprintf(stderr, "portico-backend: unknown option %.*s\n%s", int(arg.size()), arg.data(),
                    kUsage);

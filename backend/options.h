@@ -17,6 +17,7 @@ struct Options {
   std::string pid_file;
   long max_body_bytes = 1L << 30; // 413 above
   double graceful_timeout = 30;   // how long old workers may finish on HUP/TERM
+  std::string admin;              // --admin HOST:PORT: the master's /metrics; empty: off
 };
 
 // Parses argv; on error or --help prints to stderr/stdout and returns nullopt with *exit_code.

@@ -39,9 +39,9 @@ std::string_view error_body(int status) {
   }
 }
 
-// A short text/plain answer, with one more header when asked (Allow, Location).
-void respond_text(server::Exchange& ex, int status, std::string_view body,
-                  std::string_view name = {}, std::string_view value = {}) {
+// A short text/plain answer, with one more header when asked (Allow, Location). Returns status.
+int respond_text(server::Exchange& ex, int status, std::string_view body,
+                 std::string_view name = {}, std::string_view value = {}) {
   http::ResponseHead head;
   head.status = status;
   head.content_length = static_cast<int64_t>(body.size());
@@ -52,10 +52,11 @@ void respond_text(server::Exchange& ex, int status, std::string_view body,
   if (!ex.request().is_head())
     ex.send_body(body);
   ex.end_response();
+  return status;
 }
 
-void respond_error(server::Exchange& ex, int status) {
-  respond_text(ex, status, error_body(status), status == 405 ? "allow" : "", "GET, HEAD");
+int respond_error(server::Exchange& ex, int status) {
+  return respond_text(ex, status, error_body(status), status == 405 ? "allow" : "", "GET, HEAD");
 }
 
 int status_for_errno(int e) {
@@ -150,6 +151,7 @@ bool if_range_holds(std::string_view v, const StaticFiles::FileMeta& m) {
 struct BodyPlan {
   int64_t offset = 0;
   int64_t length = 0; // 0: the head was all (HEAD, 304, 416, empty file)
+  int status = 200;   // of the head sent
 };
 
 // Answers the conditional and range headers for one version of a file and sends the head.
@@ -183,7 +185,7 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
     head.add("etag", m.etag_view());
     head.add("last-modified", m.last_modified_view());
     ex.send_head(head);
-    return {};
+    return {0, 0, 304};
   }
   int64_t first = 0, last = m.size - 1;
   char content_range[64];
@@ -194,7 +196,7 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
       head.content_length = 0;
       head.add("content-range", format_content_range(content_range, -1, -1, m.size));
       ex.send_head(head);
-      return {};
+      return {0, 0, 416};
     }
     if (kind == RangeKind::PARTIAL) {
       head.status = 206;
@@ -211,8 +213,8 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
   head.add("accept-ranges", "bytes");
   ex.send_head(head);
   if (req.is_head())
-    return {};
-  return {first, head.content_length};
+    return {0, 0, head.status};
+  return {first, head.content_length, head.status};
 }
 
 // A file too large for the cache, read as the client takes it: up to the high watermark now,
@@ -280,12 +282,10 @@ StaticFiles::~StaticFiles() {
     ::close(root_fd_);
 }
 
-void StaticFiles::serve(server::Exchange& ex) {
+int StaticFiles::serve(server::Exchange& ex) {
   const auto& req = ex.request();
-  if (req.method != "GET" && req.method != "HEAD") {
-    respond_error(ex, 405);
-    return;
-  }
+  if (req.method != "GET" && req.method != "HEAD")
+    return respond_error(ex, 405);
   std::string_view key = req.path();
   double now = ev_now(ex.loop());
   auto it = index_.find(key);
@@ -293,15 +293,14 @@ void StaticFiles::serve(server::Exchange& ex) {
     CacheEntry& e = *it->second;
     if (now >= e.checked_at && now - e.checked_at < kRevalidateAfter) {
       lru_.splice(lru_.begin(), lru_, it->second);
-      serve_cached(ex, e);
-      return;
+      return serve_cached(ex, e);
     }
   }
   Target t;
-  if (!resolve(ex, key, t)) {
+  if (int status = resolve(ex, key, t)) {
     if (it != index_.end())
       erase(it->second);
-    return;
+    return status;
   }
   if (it != index_.end()) {
     CacheEntry& e = *it->second;
@@ -310,16 +309,14 @@ void StaticFiles::serve(server::Exchange& ex) {
       ::close(t.fd);
       e.checked_at = now;
       lru_.splice(lru_.begin(), lru_, it->second);
-      serve_cached(ex, e);
-      return;
+      return serve_cached(ex, e);
     }
     erase(it->second);
   }
   if (t.size <= static_cast<int64_t>(kMaxCachedFile)) {
     if (CacheEntry* e = load(key, t, now)) {
       ::close(t.fd);
-      serve_cached(ex, *e);
-      return;
+      return serve_cached(ex, *e);
     }
   }
   FileMeta m;
@@ -328,28 +325,28 @@ void StaticFiles::serve(server::Exchange& ex) {
   if (plan.length == 0) {
     ::close(t.fd);
     ex.end_response();
-    return;
+    return plan.status;
   }
   FileStream::start(ex, t.fd, plan.offset, plan.length);
+  return plan.status;
 }
 
-void StaticFiles::serve_cached(server::Exchange& ex, CacheEntry& e) {
+int StaticFiles::serve_cached(server::Exchange& ex, CacheEntry& e) {
   BodyPlan plan = send_file_head(ex, e.meta);
   if (plan.length > 0)
     ex.send_body(std::string_view(e.content).substr(static_cast<size_t>(plan.offset),
                                                     static_cast<size_t>(plan.length)));
   ex.end_response();
+  return plan.status;
 }
 
-bool StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Target& out) {
+int StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Target& out) {
   std::string_view path = raw_path;
   if (!path.starts_with('/')) {
     // absolute-form ("GET http://host/x HTTP/1.1"): the path is what follows the authority
     size_t scheme = path.find("://");
-    if (scheme == std::string_view::npos) {
-      respond_error(ex, 400);
-      return false;
-    }
+    if (scheme == std::string_view::npos)
+      return respond_error(ex, 400);
     size_t slash = path.find('/', scheme + 3);
     path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
   }
@@ -358,22 +355,15 @@ bool StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Targe
   size_t root_len = root_ == "/" ? 0 : root_.size();
   std::memcpy(fs, root_.data(), root_len);
   size_t len = 0;
-  if (int status =
-          decode_path(path, fs + root_len, sizeof fs - root_len - kIndex.size() - 1, &len)) {
-    respond_error(ex, status);
-    return false;
-  }
+  if (int status = decode_path(path, fs + root_len, sizeof fs - root_len - kIndex.size() - 1, &len))
+    return respond_error(ex, status);
   std::string_view decoded(fs + root_len, len);
-  if (has_dot_dot_segment(decoded)) {
-    respond_error(ex, 403);
-    return false;
-  }
+  if (has_dot_dot_segment(decoded))
+    return respond_error(ex, 403);
   size_t end = root_len + len;
   fs[end] = '\0';
-  if (int status = open_beneath(fs, out)) {
-    respond_error(ex, status);
-    return false;
-  }
+  if (int status = open_beneath(fs, out))
+    return respond_error(ex, status);
   if (out.directory) {
     ::close(out.fd);
     if (!decoded.ends_with('/')) {
@@ -387,8 +377,7 @@ bool StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Targe
         *p++ = '?';
         std::copy(query.begin(), query.end(), p);
       }
-      respond_text(ex, 301, "moved permanently\n", "location", {loc, n});
-      return false;
+      return respond_text(ex, 301, "moved permanently\n", "location", {loc, n});
     }
     std::memcpy(fs + end, kIndex.data(), kIndex.size());
     end += kIndex.size();
@@ -398,14 +387,12 @@ bool StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Targe
       ::close(out.fd);
       status = 404;
     }
-    if (status) {
-      respond_error(ex, status);
-      return false;
-    }
+    if (status)
+      return respond_error(ex, status);
   }
   // By the name asked for, as nginx does: a symlink "a.css" -> "blob" is still CSS.
   out.content_type = content_type_for({fs + root_len, end - root_len});
-  return true;
+  return 0;
 }
 
 int StaticFiles::open_beneath(const char* fs_path, Target& out) {

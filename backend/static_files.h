@@ -32,7 +32,8 @@ public:
   StaticFiles& operator=(const StaticFiles&) = delete;
 
   bool ok() const { return root_fd_ >= 0; }
-  void serve(server::Exchange& ex);
+  // Answers the request (or starts streaming the file); returns the response's status.
+  int serve(server::Exchange& ex);
 
   // The validators and type of one file version, formatted once.
   struct FileMeta {
@@ -69,14 +70,14 @@ private:
   };
   using Lru = std::list<CacheEntry>;
 
-  // Maps a request path to an open file, or answers the request itself (404, 301...) and
-  // returns false.
-  bool resolve(server::Exchange& ex, std::string_view raw_path, Target& out);
+  // Maps a request path to an open file and returns 0, or answers the request itself and
+  // returns the status it answered with (404, 301...).
+  int resolve(server::Exchange& ex, std::string_view raw_path, Target& out);
   // realpath() of fs_path checked to lie under the root, then opened beneath it: a regular
   // file or a directory. Returns 0 or the status to answer with.
   int open_beneath(const char* fs_path, Target& out);
   int open_at_root(const char* relative);
-  void serve_cached(server::Exchange& ex, CacheEntry& e);
+  int serve_cached(server::Exchange& ex, CacheEntry& e);
   // Reads a small file into the cache under key; nullptr when it changed while being read.
   CacheEntry* load(std::string_view key, const Target& t, double now);
   void erase(Lru::iterator it);

@@ -9,12 +9,15 @@
 namespace portico::backend {
 
 class ShmCounterTable;
+class WorkerSlot;
 
 // Exit codes the master reads.
 inline constexpr int kWorkerExitRetired = 0; // max-requests reached or TERM: respawn at once
 inline constexpr int kWorkerExitStartup = 3; // could not start: respawn with backoff
 
-// Runs in the child after fork; returns the exit code.
-int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm);
+// Runs in the child after fork; returns the exit code. metrics: this worker's slot in the
+// master's metrics table (--admin), or null.
+int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
+               WorkerSlot* metrics);
 
 } // namespace portico::backend

@@ -35,7 +35,6 @@ struct AdminConfig {
 
 // Histograms: bucket upper bounds in seconds, either listed or log-spaced.
 struct MetricsConfig {
-  static constexpr size_t kMaxBuckets = 40;
   bool enabled = true;         // false: no latency histograms are recorded or exposed
   std::vector<double> buckets; // explicit bounds; empty = log-spaced as below
   double bucket_min = 50e-6;

@@ -311,9 +311,9 @@ void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
     else
       m.buckets = metrics::log_spaced_bounds(m.bucket_min, m.bucket_max, m.buckets_per_decade);
   }
-  if (m.buckets.size() > MetricsConfig::kMaxBuckets)
+  if (m.buckets.size() > metrics::Histogram::kMaxBuckets)
     r.error(t.source(), w + ": " + std::to_string(m.buckets.size()) + " buckets; at most " +
-                            std::to_string(MetricsConfig::kMaxBuckets) + " are allowed");
+                            std::to_string(metrics::Histogram::kMaxBuckets) + " are allowed");
 }
 
 void read_route(Reader& r, const toml::table& t, Config& c) {

@@ -2,8 +2,6 @@
 // Latency histograms written by one worker thread and read by the admin thread at scrape
 // time: plain stores of relaxed atomics (no locked instruction on the request path), merged
 // across workers only when someone asks.
-#include "config/config.h"
-
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -18,7 +16,7 @@ std::vector<double> log_spaced_bounds(double lowest = 50e-6, double highest = 60
 
 class Histogram {
 public:
-  static constexpr size_t kMaxBuckets = config::MetricsConfig::kMaxBuckets;
+  static constexpr size_t kMaxBuckets = 40;
 
   // bounds must outlive the histogram and hold at most kMaxBuckets values; none means
   // recording is off and observe() does nothing.

@@ -1,4 +1,5 @@
 #include "config/config_loader.h"
+#include "metrics/histogram.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +30,7 @@ TEST(ConfigMetrics, DefaultsAreLogSpacedFrom50usTo60s) {
   ASSERT_GE(c->metrics.buckets.size(), 15u);
   EXPECT_DOUBLE_EQ(c->metrics.buckets.front(), 50e-6);
   EXPECT_DOUBLE_EQ(c->metrics.buckets.back(), 60);
-  EXPECT_LE(c->metrics.buckets.size(), MetricsConfig::kMaxBuckets);
+  EXPECT_LE(c->metrics.buckets.size(), metrics::Histogram::kMaxBuckets);
 }
 
 TEST(ConfigMetrics, ExplicitBucketsAndOff) {

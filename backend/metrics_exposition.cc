@@ -1,0 +1,115 @@
+#include "metrics_exposition.h"
+
+#include <limits>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+namespace portico::backend {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily family(const char* name, const char* help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+ClientMetric gauge(std::vector<ClientMetric::Label> labels, double v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  return m;
+}
+
+ClientMetric counter(std::vector<ClientMetric::Label> labels, uint64_t v) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = static_cast<double>(v);
+  return m;
+}
+
+ClientMetric histogram(std::vector<ClientMetric::Label> labels, const BackendMetrics::AppTotals& t,
+                       const std::vector<double>& bounds) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += t.buckets[i];
+    m.histogram.bucket.push_back({cumulative, bounds[i]});
+  }
+  cumulative += t.buckets[bounds.size()];
+  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  // The count is the +Inf bucket: a scrape racing a record stays consistent.
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = t.sum;
+  return m;
+}
+
+} // namespace
+
+const char* to_string(RestartCause c) {
+  switch (c) {
+  case RestartCause::CRASH: return "crash";
+  case RestartCause::MAX_REQUESTS: return "max_requests";
+  case RestartCause::HUP: return "hup";
+  case RestartCause::COUNT: break;
+  }
+  return "unknown";
+}
+
+std::string expose(const BackendMetrics& metrics, const SupervisionStats& stats) {
+  std::vector<MetricFamily> out;
+  auto requests =
+      family("portico_backend_requests_total",
+             "Requests answered by the workers, by app and status class.", MetricType::Counter);
+  auto duration = family("portico_backend_request_duration_seconds",
+                         "Time from the app receiving a request's head to the end of its response.",
+                         MetricType::Histogram);
+  for (size_t a = 0; a < kAppCount; ++a) {
+    const char* app = to_string(static_cast<App>(a));
+    BackendMetrics::AppTotals t = metrics.totals(static_cast<App>(a));
+    for (size_t c = 0; c < kStatusClasses; ++c) {
+      if (c == 0 && t.requests[c] == 0)
+        continue; // no app answers 1xx: shown only if one ever did
+      requests.metric.push_back(
+          counter({{"app", app}, {"status_class", kStatusClassNames[c]}}, t.requests[c]));
+    }
+    duration.metric.push_back(histogram({{"app", app}}, t, metrics.bounds()));
+  }
+  out.push_back(std::move(requests));
+  out.push_back(std::move(duration));
+
+  auto workers =
+      family("portico_backend_workers",
+             "Worker processes alive: busy with at least one request, or idle.", MetricType::Gauge);
+  workers.metric.push_back(gauge({{"state", "busy"}}, stats.workers_busy));
+  workers.metric.push_back(gauge({{"state", "idle"}}, stats.workers_idle));
+  out.push_back(std::move(workers));
+
+  auto configured =
+      family("portico_backend_workers_configured",
+             "Workers the master keeps running (--workers, TTIN/TTOU).", MetricType::Gauge);
+  configured.metric.push_back(gauge({}, stats.workers_configured));
+  out.push_back(std::move(configured));
+
+  auto restarts = family("portico_backend_worker_restarts_total", "Workers replaced, by cause.",
+                         MetricType::Counter);
+  for (size_t c = 0; c < kRestartCauses; ++c)
+    restarts.metric.push_back(
+        counter({{"cause", to_string(static_cast<RestartCause>(c))}}, stats.restarts[c]));
+  out.push_back(std::move(restarts));
+
+  auto info = family("portico_backend_build_info", "portico-backend's version.", MetricType::Gauge);
+  info.metric.push_back(gauge({{"version", PORTICO_VERSION_STRING}}, 1));
+  out.push_back(std::move(info));
+
+  return prometheus::TextSerializer().Serialize(out);
+}
+
+} // namespace portico::backend
