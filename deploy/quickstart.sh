@@ -36,7 +36,8 @@ path_prefix = "/"
 cluster = "app"
 CONF
 
-./build/backend/portico-backend --listen "unix:$RUN/app.sock:0600" --workers 4 &
+./build/backend/portico-backend --listen "unix:$RUN/app.sock:0600" --workers 4 \
+  --admin 127.0.0.1:9902 &
 BACKEND=$!
 trap 'kill -TERM $BACKEND 2>/dev/null; wait $BACKEND 2>/dev/null; rm -rf "$RUN"' EXIT INT TERM
 cat <<MSG
@@ -50,6 +51,8 @@ portico-backend on $RUN/app.sock. Try:
   curl -k --http1.1 https://127.0.0.1:8443/headers           # HTTP/1.1 over TLS: what the backend saw
   nghttp -nv http://127.0.0.1:8080/hello                     # nghttp2's client
   h2load -n100000 -c100 -m10 http://127.0.0.1:8080/          # load
+  curl http://127.0.0.1:9901/metrics                         # portico's metrics (and /status)
+  curl http://127.0.0.1:9902/metrics                         # portico-backend's, all workers
 Ctrl-C stops both.
 
 MSG
