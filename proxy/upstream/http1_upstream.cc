@@ -1,5 +1,6 @@
 #include "upstream/http1_upstream.h"
 
+#include "http/http1_writer.h"
 #include "upstream/upstream_pool.h"
 
 #include <cerrno>
@@ -68,6 +69,28 @@ void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
     last_read_ = ev_now(pool_.loop());
     arm_timer(pool_.cluster().response_timeout);
   }
+}
+
+void Http1Upstream::send_head(const http::RequestHead& req, BodyFraming framing,
+                              std::string_view client_ip, const ForwardingOptions& fwd) {
+  framing_ = framing;
+  write_upstream_request_head(out_, req, framing, client_ip, fwd);
+  want_flush();
+}
+
+void Http1Upstream::send_body(std::string_view data) {
+  if (framing_ == BodyFraming::CHUNKED)
+    http::append_chunk(out_, data);
+  else
+    out_.append(data);
+  want_flush();
+}
+
+void Http1Upstream::end_request(std::span<const http::Header> trailers) {
+  if (framing_ == BodyFraming::CHUNKED)
+    http::append_last_chunk(out_, trailers);
+  request_complete_ = true;
+  want_flush();
 }
 
 void Http1Upstream::detach() {

@@ -8,6 +8,7 @@
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
 #include "upstream/upstream_client.h"
+#include "upstream/upstream_stream.h"
 
 #include <ev.h>
 
@@ -15,7 +16,9 @@ namespace portico::upstream {
 
 class UpstreamPool;
 
-class Http1Upstream final : public core::Deferred, private http::Http1ResponseParser::Sink {
+class Http1Upstream final : public core::Deferred,
+                            public UpstreamStream,
+                            private http::Http1ResponseParser::Sink {
 public:
   enum class State {
     CONNECTING, // connect(2) in progress; request bytes may already be queued
@@ -32,20 +35,19 @@ public:
   State state() const { return state_; }
   // Starts an exchange for client. head_request: the response has no body.
   void attach(UpstreamClient* client, bool head_request);
-  // The client is gone mid-exchange: the connection cannot be trusted again; it closes.
-  void detach();
-  // Request bytes go here; call want_flush() after writing.
-  core::ByteQueue& output() { return out_; }
+  // UpstreamStream. detach: the connection cannot be trusted again; it closes.
+  void send_head(const http::RequestHead& req, BodyFraming framing, std::string_view client_ip,
+                 const ForwardingOptions& fwd) override;
+  void send_body(std::string_view data) override;
+  void end_request(std::span<const http::Header> trailers) override;
+  void detach() override;
+  void pause_reading() override;
+  void resume_reading() override;
+  size_t buffered() const override { return out_.size(); }
+  bool first_on_connection() const override { return requests_ == 1; }
+  double connect_seconds() const override { return connect_seconds_; }
+
   void want_flush();
-  // The whole request is in the output: the connection may be reused after the response.
-  void request_complete() { request_complete_ = true; }
-  void pause_reading();
-  void resume_reading();
-  size_t buffered() const { return out_.size(); }
-  // Requests carried so far, this one included.
-  uint32_t requests() const { return requests_; }
-  // How long this connection took to establish; 0 until it has.
-  double connect_seconds() const { return connect_seconds_; }
   void close();
 
   // Pool bookkeeping.
@@ -87,7 +89,8 @@ private:
   http::Http1ResponseParser parser_;
   UpstreamClient* client_ = nullptr;
   uint32_t requests_ = 0;
-  bool request_complete_ = false;
+  BodyFraming framing_ = BodyFraming::NONE;
+  bool request_complete_ = false; // the whole request is in the output
   bool reading_paused_ = false;
   bool response_seen_ = false; // any response byte for the current exchange
   bool response_done_ = false;

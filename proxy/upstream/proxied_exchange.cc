@@ -50,33 +50,27 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
   replayable_ = cluster.config().retry_on_reset;
 }
 
-void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
+void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
   up_ = &up;
   double now = ev_time();
   queue_ = now - phase_at_;
   connect_ = 0;
   cluster_.metrics().queue_wait.observe(queue_);
   phase_at_ = now;
-  auto& out = up.output();
-  write_upstream_request_head(out, ex_.request(), framing_, ex_.client_address(), fwd_);
+  up.send_head(ex_.request(), framing_, ex_.client_address(), fwd_);
   if (!replay_.empty()) {
-    // The body so far: what arrived while queued, or all of it again on a retry.
-    if (framing_ == BodyFraming::CHUNKED)
-      http::append_chunk_size(out, replay_.size());
-    // Copied without draining: the bytes stay replayable. At most kReplayLimit plus one
-    // read's worth, so 64 blocks always cover it.
+    // The body so far: what arrived while queued, or all of it again on a retry. Sent
+    // without draining: the bytes stay replayable. At most kReplayLimit plus one read's
+    // worth, so 64 blocks always cover it.
     iovec iov[64];
     int n = replay_.fill_iovec(iov, 64);
     for (int i = 0; i < n; ++i)
-      out.append(iov[i].iov_base, iov[i].iov_len);
-    if (framing_ == BodyFraming::CHUNKED)
-      out.append("\r\n");
+      up.send_body({static_cast<const char*>(iov[i].iov_base), iov[i].iov_len});
     if (!replayable_)
       replay_.clear();
   }
   if (request_ended_)
     finish_request();
-  up.want_flush();
   if (client_paused_ && up.buffered() < kUpstreamHigh) {
     client_paused_ = false;
     ex_.resume_request_body();
@@ -84,19 +78,11 @@ void ProxiedExchange::on_upstream_ready(Http1Upstream& up) {
 }
 
 void ProxiedExchange::write_body(std::string_view data) {
-  auto& out = up_->output();
-  if (framing_ == BodyFraming::CHUNKED)
-    http::append_chunk(out, data);
-  else
-    out.append(data);
-  up_->want_flush();
+  up_->send_body(data);
 }
 
 void ProxiedExchange::finish_request() {
-  if (framing_ == BodyFraming::CHUNKED)
-    http::append_last_chunk(up_->output(), request_trailers_);
-  up_->request_complete();
-  up_->want_flush();
+  up_->end_request(request_trailers_);
 }
 
 void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view data) {
@@ -159,7 +145,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   response_started_ = true;
   status_ = h.status;
   first_byte_ = ev_time() - phase_at_;
-  if (up_ && up_->requests() == 1)
+  if (up_ && up_->first_on_connection())
     connect_ = up_->connect_seconds(); // a fresh connection: its connect is this request's
   cluster_.metrics().first_byte.observe(first_byte_);
   ex_.send_head(head);

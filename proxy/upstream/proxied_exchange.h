@@ -10,6 +10,7 @@
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
 #include "upstream/upstream_client.h"
+#include "upstream/upstream_stream.h"
 
 #include <vector>
 
@@ -41,7 +42,7 @@ private:
   void on_response_writable(server::Exchange& ex) override;
   void on_exchange_close(server::Exchange& ex) override;
 
-  void on_upstream_ready(Http1Upstream& up) override;
+  void on_upstream_ready(UpstreamStream& up) override;
   void on_upstream_head(const http::UpstreamResponseHead& head) override;
   void on_upstream_body(std::string_view data) override;
   void on_upstream_trailer(std::string_view name, std::string_view value) override;
@@ -68,7 +69,7 @@ private:
   double queue_ = 0, connect_ = 0, first_byte_ = 0;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
   UpstreamPool* pool_ = nullptr;
-  Http1Upstream* up_ = nullptr;
+  UpstreamStream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;
   core::ByteQueue replay_;                      // request body so far, while it may still be resent
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena

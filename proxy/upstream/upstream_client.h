@@ -11,7 +11,7 @@ struct UpstreamResponseHead;
 
 namespace portico::upstream {
 
-class Http1Upstream;
+class UpstreamStream;
 
 enum class UpstreamError : uint8_t {
   CONNECT_REFUSED,  // refused, unreachable, no such socket: 502
@@ -26,9 +26,10 @@ const char* to_string(UpstreamError e);
 class UpstreamClient {
 public:
   virtual ~UpstreamClient() = default;
-  // A connection is this request's now (fresh and maybe still connecting, or from the pool).
-  // Request bytes written into its output go out once it is connected.
-  virtual void on_upstream_ready(Http1Upstream& up) = 0;
+  // A way upstream is this request's now (a connection fresh and maybe still connecting, one
+  // from the pool, or a stream of a shared connection). What is sent on it before the
+  // connection is up goes out once it is.
+  virtual void on_upstream_ready(UpstreamStream& up) = 0;
   virtual void on_upstream_head(const http::UpstreamResponseHead& head) = 0;
   virtual void on_upstream_body(std::string_view data) = 0;
   // A trailer field of a chunked response, before on_upstream_end. The views are valid only
