@@ -10,13 +10,6 @@ void append_decimal(core::ByteQueue& out, uint64_t v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-void append_field(core::ByteQueue& out, std::string_view name, std::string_view value) {
-  out.append(name);
-  out.append(": ");
-  out.append(value);
-  out.append("\r\n");
-}
-
 void append_chunk_size(core::ByteQueue& out, size_t size) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, size, 16);

@@ -12,7 +12,12 @@ namespace portico::http {
 
 void append_decimal(core::ByteQueue& out, uint64_t v);
 // "name: value\r\n"
-void append_field(core::ByteQueue& out, std::string_view name, std::string_view value);
+inline void append_field(core::ByteQueue& out, std::string_view name, std::string_view value) {
+  out.append(name);
+  out.append(": ");
+  out.append(value);
+  out.append("\r\n");
+}
 // One chunk of a chunked body: size in hex, CRLF, the bytes, CRLF. Empty data writes nothing
 // (a zero-size chunk would end the body).
 void append_chunk(core::ByteQueue& out, std::string_view data);
