@@ -265,8 +265,9 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     if (!valid_endpoint(e))
       r.error(t.get("endpoints")->source(),
               cw + ": endpoint '" + e + "' is not unix:/path or HOST:PORT");
-  if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1")
-    r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\"");
+  if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1" &&
+      cl.protocol != "h2c")
+    r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\" or \"h2c\"");
   r.get_number(t, "max_connections", cl.max_connections, cw, 0, 1e6);
   r.get_number(t, "queue_timeout", cl.queue_timeout, cw, 0, 86400);
   r.get_number(t, "connect_timeout", cl.connect_timeout, cw, 0.001, 86400);

@@ -1,6 +1,7 @@
 #include "upstream/upstream_pool.h"
 
 #include "upstream/http1_upstream.h"
+#include "upstream/http2_upstream.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -31,7 +32,8 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
                            const config::ClusterConfig& cluster, int max_connections,
                            metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges)
     : loop_(loop), deferred_(deferred), spec_(std::move(spec)), cluster_(cluster),
-      max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics), gauges_(gauges) {
+      max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics), gauges_(gauges),
+      h2_(cluster.protocol == "h2c") {
   if (auto a = literal_address(spec_))
     set_address(*a);
   ev_init(&queue_timer_, queue_timer_cb);
@@ -49,11 +51,17 @@ UpstreamPool::~UpstreamPool() {
     unlink_idle(u);
     u->close();
   }
+  while (h2_head_)
+    h2_head_->close(UpstreamError::RESET);
   deferred_.cancel(&reaper_);
   reaper_.run_deferred();
 }
 
 void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
+  if (h2_) {
+    acquire_h2(client);
+    return;
+  }
   if (!fresh && idle_head_) {
     Http1Upstream* u = idle_head_;
     unlink_idle(u);
@@ -187,9 +195,116 @@ void UpstreamPool::Reaper::run_deferred() {
   doomed.swap(pool->doomed_);
   for (Http1Upstream* u : doomed)
     delete u;
+  std::vector<Http2Upstream*> h2_doomed;
+  h2_doomed.swap(pool->h2_doomed_);
+  for (Http2Upstream* c : h2_doomed)
+    delete c;
+}
+
+Http2Upstream* UpstreamPool::h2_with_room() {
+  for (Http2Upstream* c = h2_head_; c; c = c->pool_next)
+    if (c->can_take())
+      return c;
+  return nullptr;
+}
+
+bool UpstreamPool::h2_connect() {
+  if (!has_address_ || (max_ > 0 && total_ >= max_))
+    return false;
+  int fd = connect_nonblocking(address_);
+  if (fd < 0)
+    return false;
+  ++connects_;
+  ++total_;
+  auto* c = new Http2Upstream(*this, fd);
+  c->pool_next = h2_head_;
+  if (h2_head_)
+    h2_head_->pool_prev = c;
+  h2_head_ = c;
+  publish();
+  return true;
+}
+
+void UpstreamPool::acquire_h2(UpstreamClient* client) {
+  if (Http2Upstream* c = h2_with_room()) {
+    ++reuses_;
+    c->open_stream(client);
+    return;
+  }
+  if (has_address_ && (max_ == 0 || total_ < max_)) {
+    if (!h2_connect()) {
+      note_connect_failed();
+      metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+      client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+      return;
+    }
+    h2_head_->open_stream(client);
+    return;
+  }
+  if (has_address_ && cluster_.queue_timeout <= 0) {
+    metrics_.errors[6].inc(); // queue_timeout
+    client->on_queue_timeout();
+    return;
+  }
+  client->queued = true;
+  client->queued_at = ev_now(loop_);
+  client->queue_next = nullptr;
+  client->queue_prev = wait_tail_;
+  if (wait_tail_)
+    wait_tail_->queue_next = client;
+  else
+    wait_head_ = client;
+  wait_tail_ = client;
+  ++waiting_;
+  publish();
+  arm_queue_timer();
+}
+
+void UpstreamPool::h2_stream_opened() {
+  ++h2_streams_;
+  publish();
+}
+
+void UpstreamPool::h2_stream_done() {
+  --h2_streams_;
+  publish();
+  h2_serve_waiters();
+}
+
+void UpstreamPool::h2_serve_waiters() {
+  while (wait_head_ && has_address_) {
+    Http2Upstream* c = h2_with_room();
+    if (!c) {
+      if (!h2_connect())
+        return;
+      c = h2_head_;
+    }
+    UpstreamClient* w = wait_head_;
+    cancel(w);
+    c->open_stream(w);
+  }
+}
+
+void UpstreamPool::h2_closed(Http2Upstream* c) {
+  if (c->pool_prev)
+    c->pool_prev->pool_next = c->pool_next;
+  else
+    h2_head_ = c->pool_next;
+  if (c->pool_next)
+    c->pool_next->pool_prev = c->pool_prev;
+  c->pool_next = c->pool_prev = nullptr;
+  --total_;
+  h2_streams_ -= std::min(h2_streams_, c->streams());
+  publish();
+  h2_doomed_.push_back(c);
+  deferred_.add(&reaper_);
 }
 
 void UpstreamPool::serve_waiters() {
+  if (h2_) {
+    h2_serve_waiters();
+    return;
+  }
   while (has_address_ && wait_head_ && (max_ == 0 || total_ < max_)) {
     UpstreamClient* c = wait_head_;
     cancel(c);
@@ -212,6 +327,12 @@ void UpstreamPool::note_connected() {
 }
 
 void UpstreamPool::publish() {
+  if (h2_) {
+    // An h2c connection is busy while it carries a stream.
+    idle_count_ = 0;
+    for (Http2Upstream* c = h2_head_; c; c = c->pool_next)
+      idle_count_ += c->streams() == 0;
+  }
   gauges_.idle.set(static_cast<int64_t>(idle_count_));
   gauges_.busy.set(static_cast<int64_t>(total_ - idle_count_));
   gauges_.waiting.set(static_cast<int64_t>(waiting_));

@@ -17,6 +17,7 @@
 namespace portico::upstream {
 
 class Http1Upstream;
+class Http2Upstream;
 
 class UpstreamPool {
 public:
@@ -54,11 +55,17 @@ public:
   // The name did not resolve and no earlier address is known: fail the waiting requests.
   void address_failed();
 
-  // For balancing and metrics.
+  // From Http2Upstream: a stream opened or ended, more room (SETTINGS), the connection closed.
+  void h2_stream_opened();
+  void h2_stream_done();
+  void h2_serve_waiters();
+  void h2_closed(Http2Upstream* c);
+
+  // For balancing and metrics. With h2c, load counts streams rather than connections.
   size_t busy() const { return total_ - idle_count_; }
   size_t idle() const { return idle_count_; }
   size_t waiting() const { return waiting_; }
-  size_t load() const { return busy() + waiting_; }
+  size_t load() const { return (h2_ ? h2_streams_ : busy()) + waiting_; }
 
   // Passive health: after a failed connect the cluster passes the endpoint over for the
   // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.
@@ -72,6 +79,10 @@ private:
   void on_queue_timer();
   void on_idle_timer();
   bool connect_for(UpstreamClient* client);
+  // h2c: a stream on a connection with room, a new connection, or the queue.
+  void acquire_h2(UpstreamClient* client);
+  Http2Upstream* h2_with_room();
+  bool h2_connect();
   void serve_waiters();
   void push_idle(Http1Upstream* u);
   void unlink_idle(Http1Upstream* u);
@@ -110,6 +121,10 @@ private:
   ev_timer queue_timer_;
   ev_timer idle_timer_;
   std::vector<Http1Upstream*> doomed_;
+  bool h2_;                          // the cluster speaks h2c upstream
+  Http2Upstream* h2_head_ = nullptr; // open h2c connections
+  size_t h2_streams_ = 0;            // streams in flight on them
+  std::vector<Http2Upstream*> h2_doomed_;
   struct Reaper : core::Deferred {
     UpstreamPool* pool;
     void run_deferred() override;

@@ -17,9 +17,17 @@ SIZE = 64 * 1024 * 1024
 
 class SlowReader(unittest.TestCase):
     def test_stalled_stream_does_not_block_others(self):
+        self.stall({})
+
+    def test_stalled_stream_does_not_block_others_on_a_shared_h2c_upstream(self):
+        # Here the slow and the fast streams share one upstream connection too: the slow one
+        # must be held back by its own stream window upstream, not by the connection's.
+        self.stall({"protocol": '"h2c"'})
+
+    def stall(self, cluster_options):
         backend = harness.Backend(workers=2, unix=True)
         self.addCleanup(backend.stop)
-        proxy = Proxy([f"unix:{backend.sock_path}"], workers=1)
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=1, cluster_options=cluster_options)
         self.addCleanup(proxy.stop)
         base_rss = proxy.rss_kib()
 

@@ -1,5 +1,6 @@
 """The proxy across the protocol matrix: clients {HTTP/1.1, h2c prior knowledge, h2c Upgrade,
-h2 over TLS, HTTP/1.1 over TLS} x upstreams {unix socket, TCP}."""
+h2 over TLS, HTTP/1.1 over TLS} x upstreams {HTTP/1.1 on a unix socket, HTTP/1.1 on TCP, h2c on
+a unix socket}."""
 import hashlib
 import os
 import subprocess
@@ -23,6 +24,8 @@ class ProxyMatrix(unittest.TestCase):
         try:
             cls.proxies["unix"] = Proxy([f"unix:{cls.backend.sock_path}"], tls=True)
             cls.proxies["tcp"] = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True)
+            cls.proxies["h2c"] = Proxy([f"unix:{cls.backend.sock_path}"], tls=True,
+                                       cluster_options={"protocol": '"h2c"'})
         except BaseException:
             cls.tearDownClass()
             raise

@@ -53,6 +53,8 @@ class ProxyTrailers(unittest.TestCase):
         try:
             cls.proxies["unix"] = Proxy([f"unix:{cls.backend.sock_path}"], tls=True)
             cls.proxies["tcp"] = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True)
+            cls.proxies["h2c"] = Proxy([f"unix:{cls.backend.sock_path}"], tls=True,
+                                       cluster_options={"protocol": '"h2c"'})
         except BaseException:
             cls.tearDownClass()
             raise

@@ -1,0 +1,648 @@
+#include "upstream/http2_upstream.h"
+
+#include "upstream/request_fields.h"
+#include "upstream/upstream_pool.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::upstream {
+
+namespace {
+
+// Response bodies: per stream as much as a client connection buffers, and the connection's
+// window large enough that one slow stream does not stall the others.
+constexpr int32_t kStreamWindow = 256 * 1024;
+constexpr int32_t kConnectionWindow = 16 << 20;
+// Stop framing when this much waits for the socket; the write watcher resumes.
+constexpr size_t kOutputHigh = 256 * 1024;
+// A request body above this waits for DATA frames before the client is read further.
+constexpr size_t kBodyHigh = 64 * 1024;
+// Without a hint, retire a connection with no streams after this long (the upstream's own
+// idle timeout is usually longer; portico-backend's is 5 s).
+constexpr double kDefaultIdle = 4.0;
+// Streams per connection until the server's SETTINGS say (RFC 9113 suggests at least 100).
+constexpr uint32_t kInitialStreams = 100;
+
+Http2Upstream* self(void* user) {
+  return static_cast<Http2Upstream*>(user);
+}
+
+nghttp2_nv make_nv(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+// HTTP/2: name-value pairs for nghttp2_submit_request, which copies them before returning.
+struct Http2Fields {
+  std::vector<nghttp2_nv>& nva;
+  http::Arena& arena;
+  static constexpr bool kJoinCookies = false; // crumbs are fine on HTTP/2
+  void field(std::string_view name, std::string_view value) { nva.push_back(make_nv(name, value)); }
+  void field_join(std::string_view name, std::initializer_list<std::string_view> parts) {
+    size_t n = 0;
+    for (auto p : parts)
+      n += p.size();
+    char* v = arena.allocate(n);
+    size_t at = 0;
+    for (auto p : parts) {
+      std::copy(p.begin(), p.end(), v + at);
+      at += p.size();
+    }
+    nva.push_back(make_nv(name, {v, n}));
+  }
+  void joined_cookies(const http::RequestHead&) {}
+};
+
+} // namespace
+
+// ---- the stream ----------------------------------------------------------------------------
+
+Http2UpstreamStream::Http2UpstreamStream(Http2Upstream& conn, UpstreamClient* client,
+                                         bool head_request, bool first)
+    : conn_(conn), client_(client), head_request_(head_request), first_(first) {
+  ev_init(&timer_, timer_cb);
+  timer_.data = this;
+}
+
+Http2UpstreamStream::~Http2UpstreamStream() {
+  ev_timer_stop(conn_.pool_.loop(), &timer_);
+}
+
+double Http2UpstreamStream::connect_seconds() const {
+  return conn_.connect_seconds();
+}
+
+void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming framing,
+                                    std::string_view client_ip, const ForwardingOptions& fwd) {
+  thread_local std::vector<nghttp2_nv> nva;
+  nva.clear();
+  nva.push_back(make_nv(":method", req.method));
+  nva.push_back(make_nv(":scheme", "http"));
+  nva.push_back(make_nv(":authority", req.authority));
+  nva.push_back(make_nv(":path", req.target));
+  Http2Fields fields{nva, arena_};
+  for_each_upstream_field(req, client_ip, fwd, fields);
+  char length[24];
+  if (framing == BodyFraming::CONTENT_LENGTH) {
+    auto r = std::to_chars(length, length + sizeof length, req.content_length);
+    nva.push_back(make_nv("content-length", {length, static_cast<size_t>(r.ptr - length)}));
+  }
+  has_body_ = framing != BodyFraming::NONE;
+  nghttp2_data_provider provider{};
+  provider.source.ptr = this;
+  provider.read_callback = read_body;
+  id_ = nghttp2_submit_request(conn_.session_, nullptr, nva.data(), nva.size(),
+                               has_body_ ? &provider : nullptr, this);
+  if (id_ < 0) {
+    // The session takes no more streams (it is going away): the client hears of it from
+    // the loop, as a refused stream it may retry.
+    failed_ = true;
+    conn_.has_failed_streams_ = true;
+  }
+  last_activity_ = ev_now(conn_.pool_.loop());
+  timer_.repeat = conn_.pool_.cluster().response_timeout;
+  ev_timer_again(conn_.pool_.loop(), &timer_);
+  conn_.want_flush();
+}
+
+void Http2UpstreamStream::send_body(std::string_view data) {
+  if (id_ < 0 || !has_body_)
+    return;
+  body_.append(data);
+  if (body_deferred_) {
+    body_deferred_ = false;
+    nghttp2_session_resume_data(conn_.session_, id_);
+  }
+  conn_.want_flush();
+}
+
+void Http2UpstreamStream::end_request(std::span<const http::Header> trailers) {
+  request_ended_ = true;
+  for (const auto& t : trailers)
+    trailers_.push_back({arena_.copy(t.name), arena_.copy(t.value)});
+  if (id_ < 0 || !has_body_)
+    return;
+  if (body_deferred_) {
+    body_deferred_ = false;
+    nghttp2_session_resume_data(conn_.session_, id_);
+  }
+  conn_.want_flush();
+}
+
+ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
+                                       uint32_t* flags, nghttp2_data_source* src, void*) {
+  auto* st = static_cast<Http2UpstreamStream*>(src->ptr);
+  bool was_high = st->body_.size() >= kBodyHigh;
+  size_t n = st->body_.peek(reinterpret_cast<char*>(buf), len);
+  st->body_.drain(n);
+  if (was_high && st->body_.size() < kBodyHigh && st->client_)
+    st->conn_.notify_writable_ = true;
+  if (st->body_.empty()) {
+    if (!st->request_ended_) {
+      if (n > 0)
+        return static_cast<ssize_t>(n);
+      st->body_deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!st->trailers_.empty()) {
+      std::vector<nghttp2_nv> nva;
+      for (const auto& t : st->trailers_)
+        nva.push_back(make_nv(t.name, t.value));
+      if (nghttp2_submit_trailer(s, id, nva.data(), nva.size()) == 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+  }
+  return static_cast<ssize_t>(n);
+}
+
+void Http2UpstreamStream::resume_reading() {
+  paused_ = false;
+  if (unconsumed_ > 0 && id_ >= 0) {
+    nghttp2_session_consume(conn_.session_, id_, unconsumed_);
+    unconsumed_ = 0;
+    conn_.want_flush();
+  }
+  touch();
+}
+
+void Http2UpstreamStream::detach() {
+  release_client(true);
+}
+
+void Http2UpstreamStream::release_client(bool cancel) {
+  client_ = nullptr;
+  ev_timer_stop(conn_.pool_.loop(), &timer_);
+  if (id_ < 0) {
+    conn_.has_failed_streams_ = true; // never reached nghttp2: freed from the loop
+    conn_.want_flush();
+    return;
+  }
+  if (cancel && conn_.state_ != Http2Upstream::State::CLOSED) {
+    nghttp2_submit_rst_stream(conn_.session_, NGHTTP2_FLAG_NONE, id_, NGHTTP2_CANCEL);
+    conn_.want_flush();
+  }
+  // Response DATA no one will read still counts against the connection's window.
+  if (unconsumed_ > 0 && conn_.state_ != Http2Upstream::State::CLOSED) {
+    nghttp2_session_consume_connection(conn_.session_, unconsumed_);
+    unconsumed_ = 0;
+  }
+}
+
+void Http2UpstreamStream::touch() {
+  last_activity_ = ev_now(conn_.pool_.loop());
+}
+
+void Http2UpstreamStream::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Http2UpstreamStream*>(w->data)->on_timer();
+}
+
+void Http2UpstreamStream::on_timer() {
+  double limit = conn_.pool_.cluster().response_timeout;
+  double left = last_activity_ + limit - ev_now(conn_.pool_.loop());
+  if (paused_ || left > 0.001) {
+    // A paused stream waits on the client, not on the upstream.
+    timer_.repeat = paused_ ? limit : left;
+    ev_timer_again(conn_.pool_.loop(), &timer_);
+    return;
+  }
+  UpstreamClient* c = client_;
+  conn_.pool_.metrics().errors[static_cast<int>(UpstreamError::RESPONSE_TIMEOUT)].inc();
+  release_client(true);
+  if (c)
+    c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, false);
+}
+
+// ---- the connection ------------------------------------------------------------------------
+
+const nghttp2_session_callbacks* Http2Upstream::callbacks() {
+  static nghttp2_session_callbacks* cbs = [] {
+    nghttp2_session_callbacks* c;
+    nghttp2_session_callbacks_new(&c);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(c, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
+    return c;
+  }();
+  return cbs;
+}
+
+Http2Upstream::Http2Upstream(UpstreamPool& pool, int fd) : pool_(pool), fd_(fd) {
+  nghttp2_option* opt;
+  nghttp2_option_new(&opt);
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_peer_max_concurrent_streams(opt, kInitialStreams);
+  nghttp2_session_client_new3(&session_, callbacks(), this, opt,
+                              core::SmallAllocator::nghttp2_allocator());
+  nghttp2_option_del(opt);
+  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  ev_io_init(&rev_, read_cb, fd_, EV_READ);
+  rev_.data = this;
+  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
+  wev_.data = this;
+  ev_init(&timer_, timer_cb);
+  timer_.data = this;
+  connect_started_ = ev_time();
+  // Writability tells that connect(2) finished, one way or the other.
+  ev_io_start(pool_.loop(), &wev_);
+  timer_.repeat = pool_.cluster().connect_timeout;
+  ev_timer_again(pool_.loop(), &timer_);
+}
+
+Http2Upstream::~Http2Upstream() {
+  pool_.deferred().cancel(this);
+  if (state_ != State::CLOSED) {
+    ev_io_stop(pool_.loop(), &rev_);
+    ev_io_stop(pool_.loop(), &wev_);
+    ::close(fd_);
+  }
+  ev_timer_stop(pool_.loop(), &timer_);
+  while (Http2UpstreamStream* st = streams_head_) {
+    streams_head_ = st->next_;
+    delete st;
+  }
+  nghttp2_session_del(session_);
+  if (in_)
+    core::BlockPool::local().put(in_);
+}
+
+bool Http2Upstream::can_take() const {
+  if (state_ != State::CONNECTING && state_ != State::OPEN)
+    return false;
+  uint32_t limit =
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return streams_ < limit && nghttp2_session_check_request_allowed(session_);
+}
+
+void Http2Upstream::open_stream(UpstreamClient* client) {
+  auto* st = new Http2UpstreamStream(*this, client, client->is_head_request(),
+                                     completed_ == 0 && streams_ == 0);
+  st->next_ = streams_head_;
+  if (streams_head_)
+    streams_head_->prev_ = st;
+  streams_head_ = st;
+  if (streams_++ == 0)
+    ev_timer_stop(pool_.loop(), &timer_); // idle retirement, if it was armed
+  pool_.h2_stream_opened();
+  client->on_upstream_ready(*st);
+}
+
+void Http2Upstream::stream_gone(Http2UpstreamStream* st) {
+  if (st->prev_)
+    st->prev_->next_ = st->next_;
+  else
+    streams_head_ = st->next_;
+  if (st->next_)
+    st->next_->prev_ = st->prev_;
+  delete st;
+  --streams_;
+  if (streams_ == 0 && state_ == State::DRAINING) {
+    close(UpstreamError::RESET);
+    return;
+  }
+  if (streams_ == 0)
+    arm_idle();
+  pool_.h2_stream_done();
+}
+
+void Http2Upstream::arm_idle() {
+  if (state_ != State::OPEN)
+    return;
+  const auto& c = pool_.cluster();
+  timer_.repeat = c.idle_timeout > 0 ? c.idle_timeout : kDefaultIdle;
+  ev_timer_again(pool_.loop(), &timer_);
+}
+
+void Http2Upstream::want_flush() {
+  if (state_ != State::CLOSED)
+    pool_.deferred().add(this);
+}
+
+void Http2Upstream::run_deferred() {
+  if (has_failed_streams_) {
+    has_failed_streams_ = false;
+    // Streams nghttp2 never took (refused at submit) or whose client left before they were
+    // submitted: the client hears now, from the loop, and may retry elsewhere.
+    for (Http2UpstreamStream* st = streams_head_; st;) {
+      Http2UpstreamStream* next = st->next_;
+      if (st->id_ < 0) {
+        UpstreamClient* c = st->client_;
+        st->client_ = nullptr;
+        stream_gone(st);
+        if (c)
+          c->on_upstream_error(UpstreamError::RESET, true);
+        if (state_ == State::CLOSED)
+          return;
+      }
+      st = next;
+    }
+  }
+  flush();
+}
+
+void Http2Upstream::flush() {
+  if (state_ != State::OPEN && state_ != State::DRAINING)
+    return;
+  while (out_.size() < kOutputHigh) {
+    const uint8_t* data;
+    ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      close(UpstreamError::PROTOCOL_ERROR);
+      return;
+    }
+    if (n == 0)
+      break;
+    out_.append(data, static_cast<size_t>(n));
+  }
+  if (!out_.empty()) {
+    ssize_t w = out_.write_to(fd_);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      close(UpstreamError::RESET);
+      return;
+    }
+  }
+  if (out_.empty() && !nghttp2_session_want_write(session_))
+    ev_io_stop(pool_.loop(), &wev_);
+  else
+    ev_io_start(pool_.loop(), &wev_);
+  if (notify_writable_) {
+    notify_writable_ = false;
+    for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
+      if (st->client_ && st->body_.size() < kBodyHigh)
+        st->client_->on_upstream_writable();
+  }
+  if (state_ == State::DRAINING && streams_ == 0 && out_.empty())
+    close(UpstreamError::RESET);
+}
+
+void Http2Upstream::read_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http2Upstream*>(w->data)->on_readable();
+}
+
+void Http2Upstream::write_cb(struct ev_loop*, ev_io* w, int) {
+  auto* c = static_cast<Http2Upstream*>(w->data);
+  if (c->state_ == State::CONNECTING)
+    c->on_connected();
+  else
+    c->flush();
+}
+
+void Http2Upstream::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Http2Upstream*>(w->data)->on_timer();
+}
+
+void Http2Upstream::on_timer() {
+  if (state_ == State::CONNECTING) {
+    pool_.note_connect_failed();
+    pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
+    close(UpstreamError::CONNECT_TIMEOUT);
+  } else if (streams_ == 0) {
+    drain(); // idle for too long: retire before the upstream's own timeout
+  }
+}
+
+void Http2Upstream::on_connected() {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    err = errno;
+  if (err != 0) {
+    pool_.note_connect_failed();
+    pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+    close(UpstreamError::CONNECT_REFUSED);
+    return;
+  }
+  pool_.note_connected();
+  state_ = State::OPEN;
+  connect_seconds_ = ev_time() - connect_started_;
+  pool_.metrics().connect.observe(connect_seconds_);
+  ev_timer_stop(pool_.loop(), &timer_);
+  ev_io_start(pool_.loop(), &rev_);
+  if (streams_ == 0)
+    arm_idle();
+  run_deferred();
+}
+
+void Http2Upstream::on_readable() {
+  for (int i = 0; i < 4 && (state_ == State::OPEN || state_ == State::DRAINING); ++i) {
+    if (!in_)
+      in_ = core::BlockPool::local().get();
+    ssize_t n = ::read(fd_, in_->data, core::kBlockSize);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        close(UpstreamError::RESET);
+      break;
+    }
+    if (n == 0) {
+      close(UpstreamError::RESET);
+      return;
+    }
+    ssize_t used = nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(in_->data),
+                                            static_cast<size_t>(n));
+    if (used < 0) {
+      close(UpstreamError::PROTOCOL_ERROR);
+      return;
+    }
+    if (static_cast<size_t>(n) < core::kBlockSize)
+      break;
+  }
+  if (in_) {
+    core::BlockPool::local().put(in_);
+    in_ = nullptr;
+  }
+  // SETTINGS and PING acknowledgements, window updates.
+  want_flush();
+}
+
+int Http2Upstream::on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* user) {
+  auto* st = static_cast<Http2UpstreamStream*>(
+      nghttp2_session_get_stream_user_data(self(user)->session_, f->hd.stream_id));
+  if (st && !st->head_delivered_)
+    st->head_.clear();
+  return 0;
+}
+
+int Http2Upstream::on_header(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name,
+                             size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
+                             void*) {
+  auto* st =
+      static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
+  if (!st || !st->client_)
+    return 0;
+  std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  st->response_seen_ = true;
+  st->touch();
+  if (st->head_delivered_) { // trailers: nghttp2 has checked they carry no pseudo-header
+    st->trailers_.push_back({st->arena_.copy(n), st->arena_.copy(v)});
+    return 0;
+  }
+  if (n == ":status") {
+    int status = 0;
+    std::from_chars(v.data(), v.data() + v.size(), status);
+    st->head_.status = status;
+    return 0;
+  }
+  st->head_.headers.push_back({st->arena_.copy(n), st->arena_.copy(v)});
+  return 0;
+}
+
+int Http2Upstream::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+  Http2Upstream* c = self(user);
+  switch (f->hd.type) {
+  case NGHTTP2_SETTINGS:
+    if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
+      c->pool_.h2_serve_waiters(); // the limit may have grown: waiting requests may fit
+    return 0;
+  case NGHTTP2_GOAWAY:
+    // Streams above the last one it saw are closed by nghttp2 as refused (retryable); the
+    // rest may finish. No new ones here.
+    if (c->state_ == State::OPEN)
+      c->state_ = State::DRAINING;
+    return 0;
+  case NGHTTP2_HEADERS:
+  case NGHTTP2_DATA: break;
+  default: return 0;
+  }
+  auto* st =
+      static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
+  if (!st || !st->client_)
+    return 0;
+  bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
+  if (f->hd.type == NGHTTP2_HEADERS && !st->head_delivered_) {
+    if (st->head_.status < 200) {
+      // 1xx: nothing for the client (a 100 Continue was answered by the proxy already).
+      st->head_.clear();
+      return 0;
+    }
+    auto& h = st->head_;
+    for (const auto& field : h.headers)
+      if (field.name == "content-length") {
+        int64_t n = -1;
+        auto r = std::from_chars(field.value.data(), field.value.data() + field.value.size(), n);
+        if (r.ec == std::errc() && r.ptr == field.value.data() + field.value.size())
+          h.content_length = n;
+      }
+    if (st->head_request_ || h.status == 204 || h.status == 304)
+      h.content_length = h.content_length < 0 ? 0 : h.content_length;
+    else if (end)
+      h.content_length = 0;
+    st->head_delivered_ = true;
+    st->client_->on_upstream_head(h);
+    if (!st->client_)
+      return 0; // the client failed the exchange on seeing the head
+  } else if (f->hd.type == NGHTTP2_HEADERS && st->client_) {
+    for (const auto& t : st->trailers_)
+      st->client_->on_upstream_trailer(t.name, t.value);
+  }
+  if (end && st->client_)
+    c->end_response(*st);
+  return 0;
+}
+
+void Http2Upstream::end_response(Http2UpstreamStream& st) {
+  UpstreamClient* client = st.client_;
+  ++completed_;
+  // The request may still be sending a body no one needs now: stop it (NO_ERROR, as
+  // RFC 9113 8.1 asks of a server that answered early; nghttp2 does the same).
+  bool cancel = st.has_body_ && !(st.request_ended_ && st.body_.empty());
+  st.release_client(false);
+  if (cancel) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, NGHTTP2_NO_ERROR);
+    want_flush();
+  }
+  client->on_upstream_end();
+}
+
+int Http2Upstream::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id, const uint8_t* data,
+                                      size_t len, void* user) {
+  auto* st = static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, id));
+  if (!st || !st->client_) {
+    nghttp2_session_consume(s, id, len);
+    return 0;
+  }
+  st->response_seen_ = true;
+  st->touch();
+  st->client_->on_upstream_body({reinterpret_cast<const char*>(data), len});
+  // The client may have paused this stream (its buffer is full) or left: hold the window.
+  if (st->paused_ && st->client_) {
+    st->unconsumed_ += len;
+  } else {
+    nghttp2_session_consume(s, id, len);
+    self(user)->want_flush();
+  }
+  return 0;
+}
+
+int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user) {
+  Http2Upstream* c = self(user);
+  auto* st =
+      static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(c->session_, id));
+  if (!st)
+    return 0;
+  UpstreamClient* client = st->client_;
+  bool retryable = error_code == NGHTTP2_REFUSED_STREAM && !st->response_seen_;
+  if (client) {
+    st->client_ = nullptr;
+    c->pool_.metrics().errors[static_cast<int>(UpstreamError::RESET)].inc();
+  }
+  if (st->unconsumed_ > 0)
+    nghttp2_session_consume_connection(c->session_, st->unconsumed_);
+  st->unconsumed_ = 0;
+  c->stream_gone(st);
+  if (client)
+    client->on_upstream_error(UpstreamError::RESET, retryable);
+  return 0;
+}
+
+void Http2Upstream::drain() {
+  if (state_ != State::OPEN)
+    return;
+  state_ = State::DRAINING;
+  nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  want_flush();
+  if (streams_ == 0 && out_.empty())
+    flush();
+}
+
+void Http2Upstream::close(UpstreamError e) {
+  if (state_ == State::CLOSED)
+    return;
+  bool reused = completed_ > 0;
+  state_ = State::CLOSED;
+  ev_io_stop(pool_.loop(), &rev_);
+  ev_io_stop(pool_.loop(), &wev_);
+  ev_timer_stop(pool_.loop(), &timer_);
+  ::close(fd_);
+  fd_ = -1;
+  out_.clear();
+  pool_.deferred().cancel(this);
+  // Every stream still carrying a request fails. A request that saw no response byte on a
+  // connection that had served others may not have been seen: retryable, as on HTTP/1.1.
+  std::vector<std::pair<UpstreamClient*, bool>> failed;
+  for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
+    if (st->client_) {
+      failed.push_back({st->client_, reused && !st->response_seen_});
+      st->client_ = nullptr;
+      ev_timer_stop(pool_.loop(), &st->timer_);
+    }
+  if (e != UpstreamError::CONNECT_REFUSED && e != UpstreamError::CONNECT_TIMEOUT && !failed.empty())
+    pool_.metrics().errors[static_cast<int>(e)].inc();
+  pool_.h2_closed(this);
+  for (auto [client, retryable] : failed)
+    client->on_upstream_error(e, retryable);
+}
+
+} // namespace portico::upstream

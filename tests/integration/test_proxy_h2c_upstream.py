@@ -1,0 +1,101 @@
+"""protocol = "h2c": many client requests share a few h2c connections to the upstream. What is
+special about sharing: a graceful restart of the upstream (GOAWAY) must lose nothing, a dead
+upstream fails only its own streams, and requests do not each open a connection."""
+import json
+import signal
+import socket
+import subprocess
+import threading
+import unittest
+
+import harness
+from proxy_clients import curl
+from proxy_harness import Proxy
+from test_proxy_metrics import get, sample
+
+H2C = {"protocol": '"h2c"'}
+
+
+def h2load(port, *args, n=2000):
+    """n requests, or with n=None a run bounded by the -D in args."""
+    count = ["-n", str(n)] if n else []
+    out = subprocess.run(["h2load", "-t1", *count, *args, f"http://127.0.0.1:{port}/hello"],
+                         capture_output=True, text=True, timeout=120).stdout
+    line = next(l for l in out.splitlines() if l.startswith("requests:"))
+    f = line.split()
+    return {"total": int(f[1]), "done": int(f[5]), "succeeded": int(f[7]), "failed": int(f[9]),
+            "errored": int(f[11]), "text": out}
+
+
+class H2cUpstream(unittest.TestCase):
+    def setUp(self):
+        harness.need("curl", "h2load")
+        self.backend = harness.Backend(workers=2, unix=True)
+        self.addCleanup(self.backend.stop)
+        self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1, cluster_options=H2C)
+        self.addCleanup(self.proxy.stop)
+
+    def test_requests_share_connections(self):
+        for mode in ("h1", "h2c"):
+            self.assertEqual(curl(self.proxy, mode, "/hello").body, b"hello world\n")
+        r = h2load(self.proxy.port, "-c", "20", "-m", "10", n=4000)
+        self.assertEqual(r["succeeded"], 4000, r["text"])
+        text = get(self.proxy.admin_port, "/metrics")[1]
+        # 4,002 requests, a handful of connections: a new one only when one is full (its
+        # streams at the backend's limit).
+        connects = sample(text, "portico_upstream_connect_seconds_count", cluster="app")
+        self.assertGreaterEqual(connects, 1)
+        self.assertLessEqual(connects, 4)
+        self.assertEqual(sample(text, "portico_requests_total", protocol="h2c",
+                                status_class="2xx"), 4001)
+        doc = json.loads(get(self.proxy.admin_port, "/status")[1])
+        ep = doc["clusters"][0]["endpoints"][0]
+        self.assertEqual((ep["busy"], ep["in_flight"], ep["health"]), (0, 0, "up"))
+        self.assertGreaterEqual(ep["idle"], 1)
+
+    def test_backend_graceful_restart_under_load_loses_nothing(self):
+        # HUP: the old workers send GOAWAY and finish what they took; streams they did not take
+        # come back refused and are retried on a connection to a new worker.
+        result = {}
+        t = threading.Thread(target=lambda: result.update(
+            h2load(self.proxy.port, "-c", "10", "-m", "10", "-D", "4", n=None)))
+        t.start()
+        harness.wait_until(lambda: json.loads(get(self.proxy.admin_port, "/status")[1])
+                           ["requests"] >= 3000, timeout=60, what="load under way")
+        old = set(self.backend.worker_pids())
+        self.backend.signal(signal.SIGHUP)
+        harness.wait_until(lambda: not old & set(self.backend.worker_pids()), timeout=60,
+                           what="old workers gone")
+        self.assertTrue(t.is_alive(), "the restart finished under load")
+        t.join(timeout=120)
+        self.assertGreater(result["succeeded"], 3000, result["text"])
+        self.assertEqual((result["succeeded"], result["failed"], result["errored"]),
+                         (result["done"], 0, 0), result["text"])
+
+    def test_killed_backend_fails_its_streams_then_recovers(self):
+        done = {}
+        t = threading.Thread(target=lambda: done.update(r=curl(self.proxy, "h1", "/delay?ms=5000")))
+        t.start()
+        harness.wait_until(lambda: json.loads(get(self.proxy.admin_port, "/status")[1])
+                           ["clusters"][0]["endpoints"][0]["in_flight"] == 1,
+                           what="the slow request upstream")
+        for pid in self.backend.worker_pids():
+            harness.os.kill(pid, signal.SIGKILL)
+        t.join(timeout=30)
+        self.assertEqual(done["r"].status, 502)
+        # The master starts new workers; the next requests open a new connection.
+        harness.wait_until(lambda: curl(self.proxy, "h1", "/hello").status == 200, timeout=30,
+                           what="a request served after the restart")
+
+    def test_refused_endpoint_is_502(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = s.getsockname()[1]
+        proxy = Proxy([f"127.0.0.1:{dead}"], workers=1, cluster_options=H2C)
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h1", "/hello").status, 502)
+        self.assertEqual(curl(proxy, "h2c", "/hello").status, 502)
+
+
+if __name__ == "__main__":
+    unittest.main()
