@@ -55,6 +55,12 @@ struct Http2Fields {
     }
     nva.push_back(make_nv(name, {v, n}));
   }
+  void unique_field(std::string_view name, std::string_view value) {
+    // Indexing a value never seen again would only churn both sides' dynamic tables.
+    nghttp2_nv nv = make_nv(name, arena.copy(value));
+    nv.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    nva.push_back(nv);
+  }
   void joined_cookies(const http::RequestHead&) {}
 };
 

@@ -3,6 +3,8 @@
 // upstream protocol: Emitter writes them (HTTP/1.1 text, or HTTP/2 name-value pairs).
 //   e.field(name, value): the value lives as long as the request;
 //   e.field_join(name, {parts...}): a value made of parts that live only during the call;
+//   e.unique_field(name, value): a value new with each request (kept out of HPACK's table),
+//   living only during the call;
 //   Emitter::kJoinCookies: HTTP/2 cookie crumbs become one field, e.joined_cookies(req).
 // Host/:authority, Content-Length and the body's framing are the caller's.
 #include "http/request_head.h"
@@ -61,7 +63,7 @@ void for_each_upstream_field(const http::RequestHead& req, std::string_view clie
   }
   if (!opts.request_id_header.empty() && request_id.empty()) {
     char buf[16];
-    e.field_join(opts.request_id_header, {new_request_id(buf)});
+    e.unique_field(opts.request_id_header, new_request_id(buf));
   }
   if (opts.add_via)
     e.field("via", req.version == http::Version::HTTP_2     ? "2 portico"

@@ -64,6 +64,9 @@ struct Http1Fields {
         out.append(p);
     out.append("\r\n");
   }
+  void unique_field(std::string_view name, std::string_view value) {
+    http::append_field(out, name, value);
+  }
   void joined_cookies(const http::RequestHead& req) {
     out.append("cookie: ");
     bool first = true;
