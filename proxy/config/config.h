@@ -45,9 +45,10 @@ struct MetricsConfig {
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
-  std::string protocol = "http1";     // upstream protocol
-  int max_connections = 0;            // per endpoint, whole proxy; 0 = unlimited
-  double queue_timeout = 5;           // seconds a request may wait for a connection
+  std::string protocol = "http1";     // upstream protocol: http1 | h2c
+  int h2_connections = 1;   // h2c: connections per endpoint per worker that requests spread over
+  int max_connections = 0;  // per endpoint, whole proxy; 0 = unlimited
+  double queue_timeout = 5; // seconds a request may wait for a connection
   double connect_timeout = 5;
   double response_timeout = 60;     // to the first response byte (then idle between reads)
   double idle_timeout = 0;          // pooled idle connection retired after; 0 = learned/4 s

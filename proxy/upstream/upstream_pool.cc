@@ -202,10 +202,18 @@ void UpstreamPool::Reaper::run_deferred() {
 }
 
 Http2Upstream* UpstreamPool::h2_with_room() {
-  for (Http2Upstream* c = h2_head_; c; c = c->pool_next)
-    if (c->can_take())
-      return c;
-  return nullptr;
+  // The connection with the fewest streams: with h2_connections > 1, requests spread over
+  // that many connections (and so over that many of a preforked upstream's workers).
+  Http2Upstream* best = nullptr;
+  size_t open = 0;
+  for (Http2Upstream* c = h2_head_; c; c = c->pool_next) {
+    open += c->state() != Http2Upstream::State::DRAINING;
+    if (c->can_take() && (!best || c->streams() < best->streams()))
+      best = c;
+  }
+  if (best && best->streams() > 0 && open < static_cast<size_t>(cluster_.h2_connections))
+    return nullptr; // open another first
+  return best;
 }
 
 bool UpstreamPool::h2_connect() {

@@ -53,6 +53,17 @@ class H2cUpstream(unittest.TestCase):
         self.assertEqual((ep["busy"], ep["in_flight"], ep["health"]), (0, 0, "up"))
         self.assertGreaterEqual(ep["idle"], 1)
 
+    def test_h2_connections_spreads_requests(self):
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      cluster_options={**H2C, "h2_connections": 3})
+        self.addCleanup(proxy.stop)
+        r = h2load(proxy.port, "-c", "10", "-m", "10", n=3000)
+        self.assertEqual(r["succeeded"], 3000, r["text"])
+        text = get(proxy.admin_port, "/metrics")[1]
+        self.assertEqual(sample(text, "portico_upstream_connect_seconds_count", cluster="app"), 3)
+        ep = json.loads(get(proxy.admin_port, "/status")[1])["clusters"][0]["endpoints"][0]
+        self.assertEqual((ep["idle"], ep["busy"]), (3, 0))
+
     def test_backend_graceful_restart_under_load_loses_nothing(self):
         # HUP: the old workers send GOAWAY and finish what they took; streams they did not take
         # come back refused and are retried on a connection to a new worker.
