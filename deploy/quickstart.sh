@@ -29,7 +29,10 @@ address = "127.0.0.1:9901"
 [[cluster]]
 name = "app"
 endpoints = ["unix:$RUN/app.sock"]
-max_connections = 64
+# portico-backend speaks h2c: requests share connections, 2 per worker thread, one for each of
+# its 4 workers.
+protocol = "h2c"
+h2_connections = 2
 
 [[route]]
 path_prefix = "/"
