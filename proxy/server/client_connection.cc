@@ -294,7 +294,7 @@ void ClientConnection::process_input() {
     if (used == 0)
       break;
   }
-  if (in_->begin == in_->end) {
+  if (in_ && in_->begin == in_->end) {
     // Nothing left to parse: an idle connection holds no input block (the pool's free list
     // hands one back on the next read, warm).
     core::BlockPool::local().put(in_);

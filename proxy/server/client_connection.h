@@ -35,7 +35,7 @@ public:
   core::ByteQueue& output() { return output_; }
   bool is_tls() const { return tls_ != nullptr; }
   // Input read and not yet consumed by the session (a pipelined request).
-  bool input_buffered() const { return in_->readable() > 0; }
+  bool input_buffered() const { return in_ && in_->readable() > 0; }
   // The peer's address as text, for X-Forwarded-For and logs ("unix" on a unix socket).
   std::string_view peer_address() const { return {peer_, peer_len_}; }
 
