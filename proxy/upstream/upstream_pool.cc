@@ -85,27 +85,49 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     client->on_queue_timeout();
     return;
   }
+  enqueue(client, false);
+}
+
+void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
   client->queued = true;
-  client->queued_at = ev_now(loop_);
-  client->queue_next = nullptr;
-  client->queue_prev = wait_tail_;
-  if (wait_tail_)
-    wait_tail_->queue_next = client;
-  else
+  if (!front)
+    client->queued_at = ev_now(loop_);
+  if (front) {
+    // Back at the head: it was first in line already.
+    client->queue_prev = nullptr;
+    client->queue_next = wait_head_;
+    if (wait_head_)
+      wait_head_->queue_prev = client;
+    else
+      wait_tail_ = client;
     wait_head_ = client;
-  wait_tail_ = client;
+  } else {
+    client->queue_next = nullptr;
+    client->queue_prev = wait_tail_;
+    if (wait_tail_)
+      wait_tail_->queue_next = client;
+    else
+      wait_head_ = client;
+    wait_tail_ = client;
+  }
   ++waiting_;
   publish();
   arm_queue_timer();
 }
 
-bool UpstreamPool::connect_for(UpstreamClient* client) {
+bool UpstreamPool::connect_for(UpstreamClient* client, bool from_queue) {
   if (!has_address_) {
     client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
     return false;
   }
   int fd = connect_nonblocking(address_);
   if (fd < 0) {
+    if (errno == EAGAIN && total_ > 0 && cluster_.queue_timeout > 0) {
+      // A unix socket's listen backlog is full: the upstream is at capacity, not gone. Wait
+      // for one of our connections to come back (or the queue timeout) rather than fail.
+      enqueue(client, from_queue);
+      return false;
+    }
     note_connect_failed();
     metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
@@ -254,18 +276,7 @@ void UpstreamPool::acquire_h2(UpstreamClient* client) {
     client->on_queue_timeout();
     return;
   }
-  client->queued = true;
-  client->queued_at = ev_now(loop_);
-  client->queue_next = nullptr;
-  client->queue_prev = wait_tail_;
-  if (wait_tail_)
-    wait_tail_->queue_next = client;
-  else
-    wait_head_ = client;
-  wait_tail_ = client;
-  ++waiting_;
-  publish();
-  arm_queue_timer();
+  enqueue(client, false);
 }
 
 void UpstreamPool::h2_stream_opened() {
@@ -316,7 +327,8 @@ void UpstreamPool::serve_waiters() {
   while (has_address_ && wait_head_ && (max_ == 0 || total_ < max_)) {
     UpstreamClient* c = wait_head_;
     cancel(c);
-    connect_for(c);
+    if (!connect_for(c, true) && c == wait_head_)
+      return; // the backlog is still full: c is back at the head, waiting
   }
 }
 

@@ -78,7 +78,9 @@ private:
   static void idle_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_queue_timer();
   void on_idle_timer();
-  bool connect_for(UpstreamClient* client);
+  // False when client got no connection: failed, or queued again (a full unix backlog).
+  bool connect_for(UpstreamClient* client, bool from_queue = false);
+  void enqueue(UpstreamClient* client, bool front);
   // h2c: a stream on a connection with room, a new connection, or the queue.
   void acquire_h2(UpstreamClient* client);
   Http2Upstream* h2_with_room();
