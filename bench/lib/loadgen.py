@@ -1,10 +1,15 @@
-"""The load generators: wrk for HTTP/1.1 keep-alive, h2load for h2c; each run bounded in time.
+"""The load generators, each run bounded in time: wrk (HTTP/1.1 keep-alive), h2load (h2c, h2
+over TLS, a fixed request rate), bench/lib/tls_conns.py (full and resumed TLS handshakes, one
+connection after the other) and bench/lib/idle_h2.py (idle h2c connections held open).
 
 A run returns what the client saw: requests completed, requests/s, p50/p99 latency, errors,
 and the client's own CPU time (from wait4), which tells whether the client was the bottleneck.
 """
+import json
 import os
 import re
+import selectors
+import sys
 import signal
 import subprocess
 import threading
@@ -21,11 +26,13 @@ class ClientResult:
     rps: float = 0.0
     p50_ms: float | None = None
     p99_ms: float | None = None
+    p999_ms: float | None = None
     errors: int = 0
     error_detail: dict = field(default_factory=dict)
     client_cpu_s: float = 0.0
     wall_s: float = 0.0  # from just before the client started to just after it exited
     output: str = ""
+    extra: dict = field(default_factory=dict)  # client-specific figures (connect time, TLS...)
 
 
 @dataclass
@@ -36,6 +43,8 @@ class Load:
     seconds: float = 10.0
     requests: int | None = None  # h2load -n instead of -D when set
     timeout_s: float = 2.0  # a response slower than this counts as a timeout error
+    rps: int | None = None  # h2load --rps (requests per second per connection): a fixed rate
+    h1: bool = False  # h2load --h1 (HTTP/1.1) instead of h2c
 
 
 def _run_bounded(argv, cpu, limit_s, out_path):
@@ -92,6 +101,9 @@ def parse_wrk(text):
     if m:
         r.error_detail["non-2xx"] = int(m.group(1))
     r.errors = sum(r.error_detail.values())
+    # Requests and req/s count good responses only (wrk's own Requests/sec includes errors).
+    r.requests -= r.error_detail.get("non-2xx", 0)
+    r.rps = r.requests / r.seconds if r.seconds else 0.0
     return r
 
 
@@ -114,6 +126,12 @@ def _percentile(sorted_values, pct):
     return sorted_values[k]
 
 
+def _h2load_stat_mean(text, label):
+    """The mean column of h2load's "time for connect:" / "time to 1st byte:" lines, in ms."""
+    m = re.search(rf"^{label}:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\s", text, re.M)
+    return _to_ms(m.group(1), m.group(2)) if m else None
+
+
 def parse_h2load(text, log_path=None):
     r = ClientResult(output=text)
     m = re.search(r"finished in ([\d.]+)(us|ms|s|m|h), ([\d.]+) req/s", text)
@@ -122,13 +140,29 @@ def parse_h2load(text, log_path=None):
     if not m or not m2:
         raise BenchError(f"cannot read h2load's output:\n{text}")
     r.seconds = _to_ms(m.group(1), m.group(2)) / 1e3
-    r.rps = float(m.group(3))
+    # h2load's own req/s counts failed requests too: req/s here is succeeded ones only.
     r.requests = int(m2.group(4))
+    r.rps = r.requests / r.seconds if r.seconds else float(m.group(3))
     r.error_detail.update(failed=int(m2.group(5)), timeout=int(m2.group(7)))
     m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
     if m:
         r.error_detail["4xx/5xx"] = int(m.group(3)) + int(m.group(4))
-    r.errors = sum(r.error_detail.values())
+    # "failed" already holds the 4xx/5xx responses (and, with them, any other failure).
+    r.errors = max(r.error_detail["failed"],
+                   r.error_detail.get("4xx/5xx", 0) + r.error_detail["timeout"])
+    m = re.search(r"traffic: .*?\((\d+)\) total.*?\((\d+)\) data", text)
+    if m:
+        r.extra["bytes_total"] = int(m.group(1))
+        r.extra["bytes_data"] = int(m.group(2))
+    for label, key in (("time for connect", "connect_ms"), ("time to 1st byte", "ttfb_ms")):
+        value = _h2load_stat_mean(text, label)
+        if value is not None:
+            r.extra[key] = value
+    for label, key in (("TLS Protocol", "tls_protocol"), ("Cipher", "tls_cipher"),
+                       ("Application protocol", "alpn")):
+        m = re.search(rf"^{label}: (\S+)", text, re.M)
+        if m:
+            r.extra[key] = m.group(1)
     if log_path and os.path.exists(log_path):
         # --log-file: start time (us since epoch), status (-1: failed), response time (us).
         times = []
@@ -138,15 +172,22 @@ def parse_h2load(text, log_path=None):
                 if len(parts) >= 3 and parts[1] != "-1":
                     times.append(int(parts[2]))
         times.sort()
-        p50, p99 = _percentile(times, 50), _percentile(times, 99)
-        r.p50_ms = None if p50 is None else p50 / 1e3
-        r.p99_ms = None if p99 is None else p99 / 1e3
+        for pct, attr in ((50, "p50_ms"), (99, "p99_ms"), (99.9, "p999_ms")):
+            v = _percentile(times, pct)
+            setattr(r, attr, None if v is None else v / 1e3)
+        if times:
+            r.extra["max_ms"] = times[-1] / 1e3
     return r
 
 
 def run_h2load(url, load, cpu, workdir, tag, latency=True):
-    """h2load over h2c (prior knowledge), one thread: timed (-D) or counted (-n)."""
+    """h2load, one thread: h2c by prior knowledge (or --h1, or h2 over TLS for an https URL);
+    timed (-D) or counted (-n); at a fixed rate per connection when load.rps is set."""
     argv = ["h2load", "-t1", f"-c{load.connections}", f"-m{load.streams}"]
+    if load.h1:
+        argv.append("--h1")
+    if load.rps:
+        argv.append(f"--rps={load.rps}")
     if load.requests:
         argv.append(f"-n{load.requests}")
         limit = 120
@@ -160,10 +201,130 @@ def run_h2load(url, load, cpu, workdir, tag, latency=True):
     argv.append(url)
     text, cpu_s, wall = _run_bounded(argv, cpu, limit, os.path.join(workdir, f"{tag}.h2load.txt"))
     r = parse_h2load(text, log_path)
-    if log_path:
+    if log_path and os.path.exists(log_path):
         os.unlink(log_path)  # can be tens of MB
     r.client_cpu_s, r.wall_s = cpu_s, wall
     return r
+
+
+def run_h2load_new_connections(url, connections, rate, cpu, workdir, tag):
+    """h2load over TLS (ALPN h2): `connections` connections, each one full handshake and one
+    GET, then closed; started at a fixed rate (rate per second, in batches every 10 ms).
+
+    h2load never resumes a TLS session across its connections, so each is a full handshake.
+    Returns the ClientResult; requests = connections completed, rps = connections/s achieved.
+    """
+    period_ms = 10
+    per_period = max(1, round(rate * period_ms / 1000))
+    argv = ["h2load", "-t1", f"-c{connections}", f"-n{connections}", "-m1",
+            f"-r{per_period}", f"--rate-period={period_ms}ms", url]
+    limit = connections / (per_period * 1000 / period_ms) + 30
+    text, cpu_s, wall = _run_bounded(argv, cpu, limit, os.path.join(workdir, f"{tag}.h2load.txt"))
+    r = parse_h2load(text)
+    r.extra["offered_cps"] = per_period * 1000 / period_ms
+    r.client_cpu_s, r.wall_s = cpu_s, wall
+    return r
+
+
+def run_tls_conns(port, seconds, reuse, cpu, workdir, tag):
+    """bench/lib/tls_conns.py: TLS connections one after the other for `seconds`, each a GET /
+    over HTTP/1.0 read to the end; full handshakes, or resumed sessions (reuse).
+
+    requests = connections made; rps = connections per second; errors = connections that
+    failed or did not get a 200.
+    """
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tls_conns.py")
+    argv = [sys.executable, script, str(port), f"--seconds={seconds:g}"]
+    if reuse:
+        argv.append("--reuse")
+    text, cpu_s, wall = _run_bounded(argv, cpu, seconds + 30,
+                                     os.path.join(workdir, f"{tag}.tls.txt"))
+    try:
+        out = json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        raise BenchError(f"cannot read tls_conns.py's output:\n{text}") from e
+    r = ClientResult(output=text)
+    r.requests = out["connections"] - out["errors"]
+    r.seconds = out["seconds"]
+    r.rps = out["connections"] / out["seconds"] if out["seconds"] else 0.0
+    r.errors = out["errors"]
+    r.error_detail["failed"] = out["errors"]
+    n = out["connections"]
+    r.extra["resumed_pct"] = 100 * out["resumed"] / n if n else None
+    r.extra["bytes_per_conn"] = out["bytes"] / n if n else None
+    r.client_cpu_s, r.wall_s = cpu_s, wall
+    return r
+
+
+class IdleClient:
+    """bench/lib/idle_h2.py in a process of its own: opens COUNT h2c connections and holds them.
+
+    start() -> the established line; check() -> (open, closed); close() ends it. Every wait is
+    bounded; the process is killed if it outlives its limit.
+    """
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idle_h2.py")
+
+    def __init__(self, port, count, cpu, workdir, tag, limit_s=180):
+        argv = [sys.executable, self.SCRIPT, "127.0.0.1", str(port), str(count)]
+        if cpu is not None:
+            argv = ["taskset", "-c", str(cpu)] + argv
+        self.err_path = os.path.join(workdir, f"{tag}.idle.txt")
+        self._err = open(self.err_path, "w")
+        self.start_time = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True, start_new_session=True)
+        self.timer = threading.Timer(limit_s, self._kill)
+        self.timer.start()
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def _kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def _line(self, timeout):
+        if not self.sel.select(timeout):
+            raise BenchError(f"idle client: no answer within {timeout}s")
+        line = self.proc.stdout.readline()
+        if not line:
+            self._err.flush()
+            with open(self.err_path, errors="replace") as f:
+                raise BenchError(f"idle client exited ({self.proc.wait()}):\n{f.read()[-2000:]}")
+        return line.split()
+
+    def established(self, timeout=150):
+        """(ok, failed, seconds) once every connection is set up or failed."""
+        w = self._line(timeout)
+        if w[:1] != ["ESTABLISHED"]:
+            raise BenchError(f"idle client said {' '.join(w)}")
+        return int(w[1]), int(w[3]), float(w[5])
+
+    def check(self, timeout=30):
+        self.proc.stdin.write("CHECK\n")
+        self.proc.stdin.flush()
+        w = self._line(timeout)
+        return int(w[1]), int(w[3])
+
+    def close(self):
+        """Tells the client to close everything; returns its CPU seconds and wall seconds."""
+        try:
+            if self.proc.poll() is None:
+                self.proc.stdin.write("EXIT\n")
+                self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        try:
+            _, _, usage = os.wait4(self.proc.pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:
+            cpu = 0.0
+        self.timer.cancel()
+        self.sel.close()
+        self._err.close()
+        return cpu, time.monotonic() - self.start_time
 
 
 CLIENTS = {"wrk": run_wrk, "h2load": run_h2load}

@@ -1,6 +1,7 @@
 """What the report says about the machine and the programs: date, kernel, CPU, versions."""
 import os
 import platform
+import ssl
 import time
 
 from .servers import first_line
@@ -45,4 +46,6 @@ def client_versions():
     return {
         "wrk": first_line(["wrk", "-v"]).split(" Copyright")[0],
         "h2load": first_line(["h2load", "--version"]),
+        "openssl (certificates)": first_line(["openssl", "version"]),
+        "python (idle and TLS clients)": f"{platform.python_version()}, {ssl.OPENSSL_VERSION}",
     }

@@ -74,17 +74,26 @@ def _status_kib(pid, key):
     return 0
 
 
-def tree_peak_rss_kib(root):
-    """Sum over the tree of each process's own peak resident set (VmHWM).
+def peak_rss_kib(pids):
+    """Sum over the processes of each one's own peak resident set (VmHWM).
 
     Pages shared between a master and its forked workers count once per process, so this is
     an upper bound of what the server held at its peak; the same rule applies to every server.
     """
-    return sum(_status_kib(pid, "VmHWM") for pid in tree(root))
+    return sum(_status_kib(pid, "VmHWM") for pid in pids)
+
+
+def rss_kib(pids):
+    """Sum of the processes' current resident sets (VmRSS)."""
+    return sum(_status_kib(pid, "VmRSS") for pid in pids)
+
+
+def tree_peak_rss_kib(root):
+    return peak_rss_kib(tree(root))
 
 
 def tree_rss_kib(root):
-    return sum(_status_kib(pid, "VmRSS") for pid in tree(root))
+    return rss_kib(tree(root))
 
 
 def machine_busy_seconds():

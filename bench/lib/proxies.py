@@ -1,93 +1,165 @@
-"""The reverse proxies of the proxy suite, each in front of the same origin.
+"""The reverse proxies of the proxy and stack suites, each in front of an origin.
 
-The origin (a portico-backend started once by the suite, not measured) is given to every proxy
-as origin=(host, port) before the run; each proxy's config comes from a template in
-bench/peers/ with the same tuning rules: the same number of worker threads or processes, no
-access log, keep-alive to the client and pooled keep-alive connections to the origin.
+The origin (a portico-backend or starman started by the suite, not measured in the proxy suite)
+is given to every proxy as an Origin before it starts: a unix socket (the default: preforked
+workers on a unix socket, as the bench issue's workloads say) or a TCP port. Each proxy's config
+comes from a template in bench/peers/ with the same tuning rules: the same number of worker
+threads or processes, no access log, keep-alive to the client and pooled keep-alive
+connections to the origin, room for 20k client connections, and a TLS listener (h2 and
+http/1.1 by ALPN) with the suite's self-signed certificate.
 """
 import os
+import resource
+import subprocess
+import tempfile
+from dataclasses import dataclass
 
 from .servers import RunningServer, ServerSpec, first_line, free_port, render
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a proxy sends its requests: a unix socket path, or host and port."""
+
+    path: str | None = None
+    host: str = "127.0.0.1"
+    port: int | None = None
+
+    @classmethod
+    def of(cls, endpoint):
+        """From a RunningServer's h1 endpoint: a unix socket path (str) or a TCP port (int)."""
+        return cls(path=endpoint) if isinstance(endpoint, str) else cls(port=endpoint)
+
+    def __str__(self):
+        return f"unix:{self.path}" if self.path else f"{self.host}:{self.port}"
+
+    def template_values(self):
+        """How each proxy's config spells this origin."""
+        if self.path:
+            return dict(origin_nginx=f"unix:{self.path}", origin_haproxy=self.path,
+                        origin_h2o=f"http://[unix:{self.path}]/",
+                        origin_nghttpx=f"unix:{self.path}", origin_portico=f"unix:{self.path}")
+        hp = f"{self.host}:{self.port}"
+        return dict(origin_nginx=hp, origin_haproxy=hp, origin_h2o=f"http://{hp}/",
+                    origin_nghttpx=f"{self.host},{self.port}", origin_portico=hp)
+
+
+def fd_limit():
+    """RLIMIT_NOFILE every server inherits (bench/run raises the soft limit to the hard one)."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def idle_connections_possible():
+    """How many idle connections every proxy can hold under this fd limit: HAProxy needs two
+    descriptors per connection (it reserves the server side too) and refuses to start when
+    maxconn does not fit, so the count is (limit - 200) / 2, at most 10,000."""
+    return min(10000, (fd_limit() - 200) // 2)
+
+
 class ProxySpec(ServerSpec):
-    apps = ("hello",)
+    apps = ("hello", "counter-mc", "bytes")
     not_applicable = {"counter-shm": "not in the proxy suite"}
+    protocols = ("h1", "h2c", "tls")
 
     def __init__(self, workers=1):
         super().__init__(workers)
-        self.origin = None  # (host, port), set by the suite once the origin runs
+        self.origin = None  # an Origin, set by the suite once the origin runs
+        self.tls = None  # servers.TlsFiles, set by the suite
 
     def _values(self, workdir, **extra):
-        host, port = self.origin
-        return dict(prefix=workdir, workers=self.workers, origin_host=host, origin_port=port,
-                    **extra)
+        if self.origin is None or self.tls is None:
+            raise RuntimeError(f"{self.name}: origin and certificate must be set before start")
+        nofile = fd_limit()
+        return dict(prefix=workdir, workers=self.workers, cert=self.tls.cert, key=self.tls.key,
+                    cert_and_key=self.tls.cert_and_key, nofile=nofile,
+                    max_connections=min(20000, nofile - 200),
+                    # HAProxy reserves two descriptors per connection (client and server side)
+                    haproxy_maxconn=min(20000, (nofile - 100) // 2),
+                    **self.origin.template_values(), **extra)
+
+
+NGINX_KEEPALIVE = ("        keepalive 2048;\n        keepalive_requests 100000000;\n"
+                   "        keepalive_timeout 60s;",
+                   "            proxy_http_version 1.1;\n"
+                   "            proxy_set_header Connection \"\";")
+# One connection per request (HTTP/1.0, `Connection: close`): nginx's defaults.
+NGINX_NO_KEEPALIVE = ("        # no keepalive: one connection per request", "")
 
 
 class NginxProxy(ProxySpec):
+    """nginx in front of the origin; keepalive=False: a new origin connection per request (for
+    starman: a worker serves one connection at a time and keeps it while requests come, so
+    nginx's other pooled connections would wait in its accept queue until proxy_read_timeout)."""
+
     name = "nginx"
     programs = ("nginx",)
-    protocols = ("h1", "h2c")
 
-    def __init__(self, workers=1):
+    def __init__(self, workers=1, keepalive=True):
         super().__init__(workers)
         self.expected_children = workers
+        self.keepalive = keepalive
 
     def version(self):
         return first_line(["nginx", "-v"]).replace("nginx version: ", "")
 
     def describe(self):
-        return (f"peers/nginx-proxy.conf: worker_processes {self.workers}, upstream keepalive "
-                "2048, proxy_http_version 1.1; h2c on a second port")
+        upstream = ("upstream keepalive 2048, proxy_http_version 1.1" if self.keepalive else
+                    "no upstream keepalive (one connection per request)")
+        return (f"peers/nginx-proxy.conf: worker_processes {self.workers}, {upstream}, "
+                "worker_connections = the fd limit; h2c on a second port, TLS (h2) on a third")
 
-    def start(self, workdir, cpu):
-        port, h2c_port = free_port(), free_port()
+    def start(self, workdir, cpu, workload=None):
+        port, h2c_port, tls_port = free_port(), free_port(), free_port()
+        upstream, location = NGINX_KEEPALIVE if self.keepalive else NGINX_NO_KEEPALIVE
         conf = render("nginx-proxy.conf", workdir,
-                      **self._values(workdir, port=port, h2c_port=h2c_port))
+                      **self._values(workdir, port=port, h2c_port=h2c_port, tls_port=tls_port,
+                                     upstream_keepalive=upstream, proxy_keepalive=location))
         argv = ["nginx", "-p", workdir, "-c", conf, "-g", "daemon off;"]
-        return RunningServer(self, argv, workdir, {"h1": port, "h2c": h2c_port}, cpu)
+        return RunningServer(self, argv, workdir,
+                             {"h1": port, "h2c": h2c_port, "tls": tls_port}, cpu)
 
 
 class HAProxy(ProxySpec):
     name = "haproxy"
     programs = ("haproxy",)
-    protocols = ("h1", "h2c")
 
     def version(self):
         return first_line(["haproxy", "-v"]).split(" - ")[0]
 
     def describe(self):
         return (f"peers/haproxy.cfg: nbthread {self.workers}, one process (-db), http-reuse "
-                "always; h1 and h2c on one port")
+                "always, maxconn (fd limit - 100) / 2; h1 and h2c on one port, TLS (h2) on a second")
 
-    def start(self, workdir, cpu):
-        port = free_port()
-        conf = render("haproxy.cfg", workdir, **self._values(workdir, port=port))
+    def start(self, workdir, cpu, workload=None):
+        port, tls_port = free_port(), free_port()
+        conf = render("haproxy.cfg", workdir, **self._values(workdir, port=port,
+                                                             tls_port=tls_port))
         return RunningServer(self, ["haproxy", "-db", "-f", conf], workdir,
-                             {"h1": port, "h2c": port}, cpu)
+                             {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
 
 class H2o(ProxySpec):
     name = "h2o"
     programs = ("h2o",)
-    protocols = ("h1", "h2c")
 
     def version(self):
         return first_line(["h2o", "--version"])
 
     def describe(self):
-        return f"peers/h2o.conf: num-threads {self.workers}, proxy.reverse.url; h1 and h2c on one port"
+        return (f"peers/h2o.conf: num-threads {self.workers}, proxy.reverse.url, "
+                "max-connections = the fd limit - 200, http2-idle-timeout 60; h1 and h2c on one port, TLS (h2) "
+                "on a second")
 
-    def start(self, workdir, cpu):
-        port = free_port()
-        conf = render("h2o.conf", workdir, **self._values(workdir, port=port))
-        return RunningServer(self, ["h2o", "-c", conf], workdir, {"h1": port, "h2c": port}, cpu)
+    def start(self, workdir, cpu, workload=None):
+        port, tls_port = free_port(), free_port()
+        conf = render("h2o.conf", workdir, **self._values(workdir, port=port, tls_port=tls_port))
+        return RunningServer(self, ["h2o", "-c", conf], workdir,
+                             {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
 
 class Nghttpx(ProxySpec):
     name = "nghttpx"
     programs = ("nghttpx",)
-    protocols = ("h1", "h2c")
     expected_children = 1  # the master forks one worker process (which runs the threads)
 
     def version(self):
@@ -95,41 +167,77 @@ class Nghttpx(ProxySpec):
 
     def describe(self):
         return (f"peers/nghttpx.conf: workers={self.workers} (threads in one worker process), "
-                "backend proto http/1.1; h1 and h2c on one port")
+                "backend proto http/1.1, rlimit-nofile = the fd limit; h1 and h2c on one port, TLS (h2) "
+                "on a second")
 
-    def start(self, workdir, cpu):
-        port = free_port()
-        conf = render("nghttpx.conf", workdir, **self._values(workdir, port=port))
+    def start(self, workdir, cpu, workload=None):
+        port, tls_port = free_port(), free_port()
+        conf = render("nghttpx.conf", workdir, **self._values(workdir, port=port,
+                                                              tls_port=tls_port))
         return RunningServer(self, ["nghttpx", f"--conf={conf}"], workdir,
-                             {"h1": port, "h2c": port}, cpu)
+                             {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
 
 class PorticoProxy(ProxySpec):
-    """Portico itself; its row reads n/a until the build tree has proxy/portico."""
+    """Portico itself; its row reads n/a until the build tree has proxy/portico.
+
+    extra_toml is appended to the config (the portico-nometrics variant adds a [metrics] table);
+    such a variant reads n/a while `portico -t` rejects what it adds.
+    """
 
     name = "portico"
-    protocols = ("h1", "h2c")
 
-    def __init__(self, binary, workers=1):
+    def __init__(self, binary, workers=1, name=None, extra_toml="", only_workloads=None,
+                 note=""):
         super().__init__(workers)
         self.binary = binary
         self.programs = (binary,)
+        self.extra_toml = extra_toml
+        self.note = note
+        if name:
+            self.name = name
+        if only_workloads is not None:
+            self.only_workloads = set(only_workloads)
+        self._unavailable = None
 
     def unavailable(self):
         if not os.path.exists(self.binary):
             return f"not built ({self.binary} missing)"
-        return None
+        if self.extra_toml and self._unavailable is None:
+            self._unavailable = self._check_extra() or ""
+        return self._unavailable or None
+
+    def _check_extra(self):
+        """None when `portico -t` accepts a config with extra_toml, else why not."""
+        with tempfile.TemporaryDirectory(prefix="portico-bench-check-") as tmp:
+            conf = os.path.join(tmp, "check.toml")
+            with open(conf, "w") as f:
+                f.write('[[listener]]\naddress = "127.0.0.1:9"\n\n[[cluster]]\nname = "origin"\n'
+                        'endpoints = ["127.0.0.1:9"]\n\n[[route]]\npath_prefix = "/"\n'
+                        'cluster = "origin"\n' + self.extra_toml)
+            proc = subprocess.run([self.binary, "-t", "-c", conf], capture_output=True,
+                                  text=True, timeout=10)
+        if proc.returncode == 0:
+            return None
+        reason = (proc.stderr or proc.stdout).strip().splitlines()
+        reason = reason[0] if reason else f"exit {proc.returncode}"
+        return f"this portico rejects {self.extra_toml.strip()!r}: {reason}"
 
     def version(self):
         return f"{first_line([self.binary, '--version'])} ({self.binary})"
 
     def describe(self):
+        extra = f"; plus `{self.extra_toml.strip()}`" if self.extra_toml.strip() else ""
+        only = (f"; measured on {', '.join(sorted(self.only_workloads))} only"
+                if self.only_workloads else "")
         return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), idle origin "
-                "connections kept 60 s; h1 and h2c on one port")
+                f"connections kept 60 s; h1 and h2c on one port, TLS (h2) on a second{extra}"
+                f"{only}{self.note}")
 
-    def start(self, workdir, cpu):
-        port, admin_port = free_port(), free_port()
+    def start(self, workdir, cpu, workload=None):
+        port, tls_port, admin_port = free_port(), free_port(), free_port()
         conf = render("portico-proxy.toml", workdir,
-                      **self._values(workdir, port=port, admin_port=admin_port))
-        return RunningServer(self, [self.binary, "-c", conf], workdir, {"h1": port, "h2c": port},
-                             cpu)
+                      **self._values(workdir, port=port, tls_port=tls_port,
+                                     admin_port=admin_port, extra=self.extra_toml))
+        return RunningServer(self, [self.binary, "-c", conf], workdir,
+                             {"h1": port, "h2c": port, "tls": tls_port}, cpu)

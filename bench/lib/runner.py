@@ -4,22 +4,61 @@ Order: for each round, for each workload, each server in turn (A B C A B C ...),
 servers compared in one table were measured minutes apart, not one after the other's whole
 series. Each measurement: start the server, wait until it is ready, check one response, warm
 up (not measured), snapshot the server's CPU time, run the client, snapshot again, read the peak
-RSS, stop the server.
+RSS, stop the server. How the client is driven depends on the workload's kind (DRIVERS).
 """
 import os
+import re
+import socket
+import ssl
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import loadgen, procstat
-from .servers import BenchError
+from .servers import BenchError, ServerCrashed
 
 
 @dataclass
 class Cpus:
     server: int | None  # CPU the server (all its processes) is pinned to
     client: int | None  # CPU the load generator is pinned to
+
+
+@dataclass
+class RunConfig:
+    """Everything a measurement needs besides the server and the workload."""
+    cpus: Cpus
+    tmp_root: str
+    warmup_s: float = 1.0
+    connections: int = 100  # client connections of the throughput workloads
+    streams: int = 10  # h2 streams per connection where the workload does not fix it
+    duration_s: float | None = None  # overrides every workload's own duration
+    durations: dict = field(default_factory=dict)  # workload key -> seconds (--duration-of)
+    h2_requests: int | None = None  # h2load -n for the h2c throughput workloads (smoke)
+    h2_latency: bool = True
+    rate: int = 5000  # total req/s of the rate workloads
+    rate_connections: int = 50
+    tls_rate: int = 500  # new TLS connections per second (tls-h2-new)
+    idle_connections: int = 10000
+
+    def duration(self, workload):
+        return self.durations.get(workload.key) or self.duration_s or workload.duration
+
+    def load(self, workload, seconds=None):
+        connections = workload.connections or self.connections
+        if workload.kind != "rate":
+            connections = min(connections, self.connections)
+        streams = workload.streams or self.streams
+        rps = None
+        if workload.kind == "rate":
+            rps = max(1, round(self.rate / connections))
+        counted = None  # --h2-requests (the smoke run): h2load counts instead of timing
+        if self.h2_requests and workload.client == "h2load" and seconds is None:
+            counted = {"throughput": self.h2_requests, "bytes": connections * 5,
+                       "rate": connections * max(1, (rps or 0) // 5)}.get(workload.kind)
+        return loadgen.Load(connections, streams, seconds or self.duration(workload), counted,
+                            rps=rps, h1=workload.h1)
 
 
 @dataclass
@@ -32,6 +71,7 @@ class Measurement:
     peak_rss_kib: int
     respawned: int  # workers that changed PID during the window (a crash, or a retirement)
     machine_busy_s: float = 0.0  # every CPU's busy time over the window, all processes
+    extra: dict = field(default_factory=dict)  # kind-specific figures (MB/s, KiB/conn, ...)
 
     @property
     def other_cpu_pct(self):
@@ -43,6 +83,7 @@ class Measurement:
 
     @property
     def cpu_us_per_request(self):
+        """Server CPU per request (per connection for the TLS and idle workloads)."""
         return self.server_cpu_s * 1e6 / self.client.requests if self.client.requests else None
 
     @property
@@ -58,65 +99,200 @@ def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def measure_one(spec, workload, load, warmup_s, cpus, tmp_root, tag, h2_latency=True):
-    workdir = tempfile.mkdtemp(prefix=f"{spec.name}-", dir=tmp_root)
-    server = spec.start(workdir, cpus.server)
+class Window:
+    """CPU time of the server's tree and of the machine around one client run."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def __enter__(self):
+        self.pids_before = self.server.tree()
+        self.cpu_before = procstat.cpu_seconds(self.pids_before)
+        self.busy_before = procstat.machine_busy_seconds()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False
+        self.busy_s = procstat.machine_busy_seconds() - self.busy_before
+        pids_after = self.server.tree()
+        self.cpu_s = procstat.cpu_seconds(pids_after) - self.cpu_before
+        self.peak_kib = procstat.peak_rss_kib(pids_after)
+        if self.server.exited():
+            raise ServerCrashed(f"{self.server.name} exited during the run: "
+                                f"{self.server.exited()}")
+        self.respawned = len(set(self.pids_before) - set(pids_after))
+        if self.respawned:
+            log(f"  {self.server.name}: {self.respawned} process(es) gone during the run; "
+                f"log tail:\n{self.server.log_tail()}")
+        return False
+
+    def measurement(self, spec, workload, result, **extra):
+        return Measurement(0, spec.name, workload.key, result, self.cpu_s, self.peak_kib,
+                           self.respawned, self.busy_s, {**result.extra, **extra})
+
+
+def _url(server, workload):
+    protocol = "h1" if workload.client == "wrk" or workload.h1 else workload.protocol
+    url = server.url(protocol, workload.path)
+    if url is None:
+        raise BenchError(f"{server.name}: no TCP {protocol} endpoint for {workload.key}")
+    return url
+
+
+def drive_load(spec, server, workload, cfg, workdir, tag):
+    """throughput, bytes and rate workloads: wrk or h2load over a timed (or counted) window."""
+    url = _url(server, workload)
+    client = loadgen.CLIENTS[workload.client]
+    latency = cfg.h2_latency and workload.kind != "bytes" or workload.kind == "rate"
+    kwargs = {"latency": latency} if workload.client == "h2load" else {}
+    load = cfg.load(workload)
+    if cfg.warmup_s > 0:
+        warm = cfg.load(workload, seconds=cfg.warmup_s)
+        client(url, warm, cfg.cpus.client, workdir, f"{tag}-warmup", **kwargs)
+    with Window(server) as w:
+        result = client(url, load, cfg.cpus.client, workdir, tag, **kwargs)
+    extra = {}
+    if workload.kind == "bytes":
+        mb = result.requests * workload.body_bytes / 1e6
+        extra["mb_s"] = mb / result.seconds if result.seconds else None
+        extra["cpu_us_per_mb"] = w.cpu_s * 1e6 / mb if mb else None
+    if workload.kind == "rate":
+        extra["offered_rps"] = load.rps * load.connections
+    return w.measurement(spec, workload, result, **extra)
+
+
+def check_tls_http10(port, timeout=5):
+    """What tls_conns.py sends: GET / over HTTP/1.0 on TLS; the answer must be a 200."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            data = b""
+            while len(data) < 65536:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    status = data.split(b"\r\n", 1)[0]
+    if not status.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
+        raise BenchError(f"GET / over HTTP/1.0 on TLS port {port} gave {data[:200]!r}")
+
+
+def drive_tls_new(spec, server, workload, cfg, workdir, tag):
+    """tls-new: h2load over TLS, each connection a full handshake and one GET, at a fixed rate."""
+    url = server.url("tls", "/")
+    seconds = cfg.duration(workload)
+    count = max(10, round(cfg.tls_rate * seconds))
+    if cfg.warmup_s > 0:
+        loadgen.run_h2load_new_connections(url, max(10, round(cfg.tls_rate * cfg.warmup_s)),
+                                           cfg.tls_rate, cfg.cpus.client, workdir,
+                                           f"{tag}-warmup")
+    with Window(server) as w:
+        result = loadgen.run_h2load_new_connections(url, count, cfg.tls_rate, cfg.cpus.client,
+                                                    workdir, tag)
+    return w.measurement(spec, workload, result)
+
+
+def drive_tls_conns(spec, server, workload, cfg, workdir, tag):
+    """tls-conns: one TLS connection after the other, full handshakes or resumed sessions."""
+    port = server.ports["tls"]
+    check_tls_http10(port)
+    with Window(server) as w:
+        result = loadgen.run_tls_conns(port, cfg.duration(workload), workload.reuse,
+                                       cfg.cpus.client, workdir, tag)
+    if workload.reuse and not result.extra.get("resumed_pct"):
+        log(f"  {server.name}: no session was resumed")
+    return w.measurement(spec, workload, result)
+
+
+def drive_idle(spec, server, workload, cfg, workdir, tag):
+    """idle: RSS of the server's tree before and with N idle h2c connections open."""
+    port = server.ports["h2c"]
+    rss_before = procstat.rss_kib(server.tree())
+    client = loadgen.IdleClient(port, cfg.idle_connections, cfg.cpus.client, workdir, tag)
+    try:
+        with Window(server) as w:
+            ok, failed, setup_s = client.established()
+        rss_after = procstat.rss_kib(server.tree())
+        still_open, closed = client.check()
+    finally:
+        cli_cpu, wall = client.close()
+    result = loadgen.ClientResult(requests=ok, seconds=setup_s, rps=ok / setup_s if setup_s else 0,
+                                  errors=failed + closed, client_cpu_s=cli_cpu, wall_s=setup_s)
+    result.error_detail.update(failed=failed, closed=closed)
+    return w.measurement(spec, workload, result, rss_before_mib=rss_before / 1024,
+                         rss_after_mib=rss_after / 1024,
+                         kib_per_conn=(rss_after - rss_before) / ok if ok else None,
+                         still_open=still_open, setup_s=setup_s)
+
+
+DRIVERS = {"throughput": drive_load, "bytes": drive_load, "rate": drive_load,
+           "tls-new": drive_tls_new, "tls-conns": drive_tls_conns, "idle": drive_idle}
+
+
+def _slug(name):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
+
+
+def measure_one(spec, workload, cfg, tag):
+    workdir = tempfile.mkdtemp(prefix=f"{_slug(spec.name)}-", dir=cfg.tmp_root)
+    server = spec.start(workdir, cfg.cpus.server, workload)
     try:
         server.wait_ready(timeout=30)
-        if workload.protocol == "h1":
-            server.check(workload.path, workload.expect_body)
-        url = server.url(workload.protocol, workload.path)
-        client = loadgen.CLIENTS[workload.client]
-        kwargs = {"latency": h2_latency} if workload.client == "h2load" else {}
-        if warmup_s > 0:
-            warm = loadgen.Load(load.connections, load.streams, warmup_s, None, load.timeout_s)
-            client(url, warm, cpus.client, workdir, f"{tag}-warmup", **kwargs)
-        pids_before = procstat.tree(server.pid)
-        cpu_before = procstat.cpu_seconds(pids_before)
-        busy_before = procstat.machine_busy_seconds()
-        result = client(url, load, cpus.client, workdir, tag, **kwargs)
-        busy_after = procstat.machine_busy_seconds()
-        pids_after = procstat.tree(server.pid)
-        cpu_after = procstat.cpu_seconds(pids_after)
-        peak = procstat.tree_peak_rss_kib(server.pid)
-        if server.proc.poll() is not None:
-            raise BenchError(f"{spec.name} exited during the run ({server.proc.returncode}):\n"
-                             f"{server.log_tail()}")
-        respawned = len(set(pids_before) - set(pids_after))
-        if respawned:
-            log(f"  {spec.name}: {respawned} process(es) gone during the run; "
-                f"log tail:\n{server.log_tail()}")
-        return Measurement(0, spec.name, workload.key, result, cpu_after - cpu_before, peak,
-                           respawned, busy_after - busy_before)
+        server.check(workload.check_path, workload.expect_body if workload.protocol != "tls"
+                     else b"hello world\n", workload.expect_re, workload.expect_len)
+        try:
+            return DRIVERS[workload.kind](spec, server, workload, cfg, workdir, tag)
+        except BenchError as e:
+            # A client that failed may have met a dead server: say so, with the server's log.
+            # (Refused connections come while the crashing server still dumps its core.)
+            if server.exited() or server.wait_exit(timeout=10):
+                raise ServerCrashed(f"{workload.key} on {spec.name}: {server.exited()}\n"
+                                    f"(the client said: {str(e)[:600]})\nfiles: {workdir}") from e
+            raise BenchError(f"{workload.key} on {spec.name}: {e}\n{server.name} still "
+                             f"running; log tail:\n{server.log_tail()}") from e
     finally:
         server.stop()
 
 
-def run(suite, load_for, rounds, warmup_s, cpus, tmp_root, h2_latency=True):
-    """All measurements of the run, in the order they were taken.
+@dataclass
+class Failure:
+    """A measurement lost to a server that died (a crash): the report lists it."""
+    round: int
+    server: str
+    workload: str
+    message: str
 
-    load_for(workload) gives the Load of a workload (timed for wrk, timed or counted for h2load).
+
+def run(suite, cfg, rounds, describe):
+    """(measurements, failures) of the run, in the order they were taken.
+
+    describe(measurement) -> the one-line summary logged after each measurement. A server that
+    dies during a measurement costs that measurement only (a Failure); any other problem stops
+    the run.
     """
-    measurements = []
-    with suite.shared(tmp_root, cpus):
+    measurements, failures = [], []
+    with suite.shared(cfg.tmp_root, cfg.cpus):
         for rnd in range(1, rounds + 1):
             for workload in suite.workloads:
                 for spec in suite.servers:
                     if not spec.supports(workload):
                         continue
-                    tag = f"r{rnd}-{workload.key}-{spec.name}"
+                    tag = f"r{rnd}-{workload.key}-{_slug(spec.name)}"
                     log(f"round {rnd}/{rounds}: {workload.key} on {spec.name}")
-                    m = measure_one(spec, workload, load_for(workload), warmup_s, cpus, tmp_root,
-                                    tag, h2_latency)
+                    try:
+                        m = measure_one(spec, workload, cfg, tag)
+                    except ServerCrashed as e:
+                        log(f"  CRASH, measurement lost: {e}")
+                        failures.append(Failure(rnd, spec.name, workload.key, str(e)))
+                        continue
                     m.round = rnd
-                    c = m.client
-                    log(f"  {c.rps:,.0f} req/s, {m.cpu_us_per_request or 0:.1f} us CPU/req, "
-                        f"{c.requests} requests, {c.errors} errors, "
-                        f"server CPU {m.server_cpu_pct or 0:.0f}%, "
-                        f"client CPU {m.client_cpu_pct or 0:.0f}%, "
-                        f"others {m.other_cpu_pct or 0:.0f}%")
+                    log(f"  {describe(m)}")
                     measurements.append(m)
-    return measurements
+    return measurements, failures
 
 
 def pick_cpus(server_cpu, client_cpu):

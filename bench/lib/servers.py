@@ -7,12 +7,15 @@ and is stopped by that PID (then its process group, in case a worker was left be
 """
 import http.client
 import os
+import random
+import re
 import shutil
 import signal
 import socket
 import string
 import subprocess
 import time
+from dataclasses import dataclass
 
 from . import procstat
 
@@ -23,10 +26,33 @@ class BenchError(Exception):
     """A server or client did not behave: the run stops with this message."""
 
 
+class ServerCrashed(BenchError):
+    """A server died during a measurement: recorded in the report, and the run goes on."""
+
+
+# Listen ports come from below the kernel's ephemeral range (32768-60999 by default), where
+# other programs' "bind to port 0" picks cannot land: on a shared machine a test suite that
+# picks a free port the usual way, between our pick and our server's bind, could get the same
+# port, and with SO_REUSEPORT (Portico's listeners) both binds succeed and our clients' SYNs
+# get split between two servers. Each port is handed out once per run.
+PORT_RANGE = (20000, 32000)
+_handed_out = set()
+_rng = random.Random()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(1000):
+        port = _rng.randrange(*PORT_RANGE)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise BenchError(f"no free port in {PORT_RANGE}")
 
 
 def port_open(port):
@@ -35,6 +61,74 @@ def port_open(port):
             return True
     except OSError:
         return False
+
+
+def unix_socket_open(path):
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(0.5)
+            s.connect(path)
+            return True
+    except OSError:
+        return False
+
+
+def endpoint_open(endpoint):
+    """endpoint: a TCP port on 127.0.0.1 (int) or a unix socket path (str)."""
+    return unix_socket_open(endpoint) if isinstance(endpoint, str) else port_open(endpoint)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix socket (the check request of an origin on a unix socket)."""
+
+    def __init__(self, path, timeout=5):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+def http_get(endpoint, path, timeout=5):
+    """One GET on a TCP port or unix socket path: (status, body)."""
+    if isinstance(endpoint, str):
+        conn = UnixHTTPConnection(endpoint, timeout)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", endpoint, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def make_certificate(directory):
+    """A self-signed ECDSA P-256 certificate for localhost: (cert, key, cert+key in one file)."""
+    cert = os.path.join(directory, "bench-cert.pem")
+    key = os.path.join(directory, "bench-key.pem")
+    both = os.path.join(directory, "bench-cert-key.pem")
+    proc = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BenchError(f"openssl req failed: {proc.stderr}")
+    with open(both, "w") as out:
+        for path in (cert, key):
+            with open(path) as f:
+                out.write(f.read())
+    return TlsFiles(cert, key, both)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    cert: str
+    key: str
+    cert_and_key: str  # HAProxy's `crt` wants both in one PEM
 
 
 def render(template_name, dest_dir, **values):
@@ -62,28 +156,55 @@ def first_line(argv):
 
 
 class RunningServer:
-    """One started server: its master PID, its URLs, and how to stop it."""
+    """One started server: its master PID, its endpoints, and how to stop it.
 
-    def __init__(self, spec, argv, workdir, ports, cpu):
+    ports: protocol ("h1", "h2c", "tls") -> TCP port on 127.0.0.1 (int) or unix socket path.
+    """
+
+    def __init__(self, spec, argv, workdir, ports, cpu, env=None):
         self.spec = spec
+        self.name = spec.name
         self.workdir = workdir
         self.ports = ports
-        self.log_path = os.path.join(workdir, f"{spec.name}.log")
+        self.log_path = os.path.join(workdir, f"{spec.name}.log".replace(" ", "_"))
         if cpu is not None:
             argv = ["taskset", "-c", str(cpu)] + argv
         self.argv = argv
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=workdir,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     env=None if env is None else {**os.environ, **env})
 
     @property
     def pid(self):
         return self.proc.pid
 
+    def tree(self):
+        """The PIDs whose CPU time and memory count as this server's."""
+        return procstat.tree(self.pid)
+
+    def exited(self):
+        """None while running, else a message with the exit status and the log tail."""
+        if self.proc.poll() is None:
+            return None
+        return f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}"
+
+    def wait_exit(self, timeout):
+        """Waits up to timeout for the server to exit (a crashing server is still dumping its
+        core when its clients already see refused connections); True if it has exited."""
+        try:
+            self.proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
     def url(self, protocol, path="/"):
         port = self.ports.get(protocol)
-        return None if port is None else f"http://127.0.0.1:{port}{path}"
+        if port is None or isinstance(port, str):
+            return None
+        scheme = "https" if protocol == "tls" else "http"
+        return f"{scheme}://127.0.0.1:{port}{path}"
 
     def log_tail(self, lines=20):
         self._log.flush()
@@ -94,40 +215,40 @@ class RunningServer:
             return ""
 
     def wait_ready(self, timeout):
-        """Waits for every port to accept and for the expected number of worker processes."""
+        """Waits for every endpoint to accept and for the expected number of worker processes."""
         deadline = time.monotonic() + timeout
         while True:
-            if self.proc.poll() is not None:
-                raise BenchError(f"{self.spec.name} exited with {self.proc.returncode}:\n"
-                                 f"{self.log_tail()}")
-            ports_up = all(port_open(p) for p in self.ports.values())
+            if self.exited():
+                raise BenchError(self.exited())
+            ports_up = all(endpoint_open(p) for p in self.ports.values())
             workers = len(procstat.tree(self.pid)) - 1
             if ports_up and workers >= self.spec.expected_children:
                 return
             if time.monotonic() > deadline:
-                raise BenchError(f"{self.spec.name} not ready after {timeout}s (ports up: "
+                raise BenchError(f"{self.name} not ready after {timeout}s (ports up: "
                                  f"{ports_up}, workers: {workers}):\n{self.log_tail()}")
             time.sleep(0.02)
 
-    def check(self, path, expect_body):
-        """One HTTP/1.1 GET on the h1 port: the server answers 200 with the expected body."""
-        port = self.ports["h1"]
+    def check(self, path, expect_body=None, expect_re=None, expect_len=None):
+        """One HTTP/1.1 GET on the h1 endpoint: 200 and the expected body; returns the body."""
+        endpoint = self.ports["h1"]
         deadline = time.monotonic() + 10
         while True:
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request("GET", path)
-                resp = conn.getresponse()
-                body = resp.read()
-                conn.close()
+                status, body = http_get(endpoint, path)
                 break
             except OSError as e:
                 # A preforked server may still be loading its app in the worker.
                 if time.monotonic() > deadline:
-                    raise BenchError(f"{self.spec.name}: GET {path} failed: {e}") from e
+                    raise BenchError(f"{self.name}: GET {path} failed: {e}") from e
                 time.sleep(0.05)
-        if resp.status != 200 or (expect_body is not None and body != expect_body):
-            raise BenchError(f"{self.spec.name}: GET {path} gave {resp.status} {body[:200]!r}")
+        wrong = (status != 200 or (expect_body is not None and body != expect_body)
+                 or (expect_re is not None and not re.fullmatch(expect_re, body))
+                 or (expect_len is not None and len(body) != expect_len))
+        if wrong:
+            raise BenchError(f"{self.name}: GET {path} gave {status} ({len(body)} bytes) "
+                             f"{body[:200]!r}\n{self.log_tail()}")
+        return body
 
     def stop(self, timeout=15):
         if self.proc.poll() is None:
@@ -150,9 +271,10 @@ class ServerSpec:
     """What a suite needs to know about one server.
 
     name: the row label. programs: what must be on PATH (a missing one stops the run).
-    protocols: {"h1", "h2c"} and which it cannot serve (with the reason, shown as n/a).
-    apps: the workload apps it serves ("hello", "counter-shm", ...).
+    protocols: {"h1", "h2c", "tls"} and which it cannot serve (with the reason, shown as n/a).
+    apps: the workload apps it serves ("hello", "counter-shm", "counter-mc", "bytes", "idle").
     expected_children: worker processes to wait for before the server counts as ready.
+    only_workloads: when set, the server runs only these workload keys (others read n/a).
     """
 
     name = "?"
@@ -160,7 +282,8 @@ class ServerSpec:
     protocols = ("h1",)
     apps = ("hello",)
     expected_children = 0
-    not_applicable = {}  # workload key or protocol -> reason
+    not_applicable = {}  # workload key, protocol or app -> reason
+    only_workloads = None
 
     def __init__(self, workers=1):
         self.workers = workers
@@ -173,12 +296,16 @@ class ServerSpec:
         return None
 
     def supports(self, workload):
+        if self.only_workloads is not None and workload.key not in self.only_workloads:
+            return False
         return (self.unavailable() is None and workload.protocol in self.protocols
-                and workload.app in self.apps)
+                and workload.app in self.apps and workload.key not in self.not_applicable)
 
     def why_not(self, workload):
         if self.unavailable():
             return self.unavailable()
+        if self.only_workloads is not None and workload.key not in self.only_workloads:
+            return "not measured on this workload"
         return (self.not_applicable.get(workload.key) or self.not_applicable.get(workload.protocol)
                 or self.not_applicable.get(workload.app) or "not supported")
 
@@ -189,44 +316,71 @@ class ServerSpec:
         """One line for the report: how this server was configured."""
         return ""
 
-    def start(self, workdir, cpu):
+    def start(self, workdir, cpu, workload=None):
         raise NotImplementedError
 
 
+def git_version(repo_dir, binary):
+    if repo_dir is None:
+        return binary
+    rev = subprocess.run(["git", "-C", repo_dir, "rev-parse", "--short=12", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", repo_dir, "status", "--porcelain",
+                            "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    return f"git {rev}{' + uncommitted changes' if dirty else ''} ({binary})"
+
+
 class PorticoBackend(ServerSpec):
-    """portico-backend serving its own apps: h1 and h2c on one port."""
+    """portico-backend serving its own apps: h1 and h2c on one TCP port, or on a unix socket.
+
+    The counter store is shm, or the shared memcached (`memcached` = (host, port), set by the
+    suite) for the counter-mc workload, or for every workload when store="memcached".
+    """
 
     name = "portico-backend"
     protocols = ("h1", "h2c")
-    apps = ("hello", "counter-shm")
+    apps = ("hello", "counter-shm", "counter-mc", "bytes")
 
-    def __init__(self, binary, workers=1, repo_dir=None, extra_args=()):
+    def __init__(self, binary, workers=1, repo_dir=None, extra_args=(), listen="tcp",
+                 store="shm", name=None):
         super().__init__(workers)
         self.binary = binary
         self.extra_args = list(extra_args)
         self.programs = (binary,)
         self.repo_dir = repo_dir
         self.expected_children = workers
+        self.listen = listen  # "tcp" (127.0.0.1, a free port) or "unix" (a socket in workdir)
+        self.store = store
+        self.memcached = None  # (host, port), set by the suite when it runs a memcached
+        if name:
+            self.name = name
 
     def version(self):
-        if self.repo_dir is None:
-            return self.binary
-        rev = subprocess.run(["git", "-C", self.repo_dir, "rev-parse", "--short=12", "HEAD"],
-                             capture_output=True, text=True).stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "-C", self.repo_dir, "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
-        return f"git {rev}{' + uncommitted changes' if dirty else ''} ({self.binary})"
+        return git_version(self.repo_dir, self.binary)
+
+    def _store_arg(self, workload):
+        if self.store == "memcached" or (workload is not None and workload.app == "counter-mc"):
+            if self.memcached is None:
+                raise BenchError(f"{self.name}: no memcached for the counter store")
+            return "memcached://{}:{}".format(*self.memcached)
+        return "shm"
 
     def describe(self):
-        args = " ".join(["--workers", str(self.workers), "--store", "shm"] + self.extra_args)
-        return f"`{args}`, HTTP/1.1 and h2c on one port"
+        store = "memcached://(shared)" if self.store == "memcached" else "shm (memcached:// for counter-mc)"
+        args = " ".join(["--workers", str(self.workers), "--store", store] + self.extra_args)
+        where = "a unix socket" if self.listen == "unix" else "one TCP port"
+        return f"`{args}`, HTTP/1.1 and h2c on {where}"
 
-    def start(self, workdir, cpu):
-        port = free_port()
-        argv = [self.binary, "--listen", f"127.0.0.1:{port}", "--workers", str(self.workers),
-                "--store", "shm"] + self.extra_args
-        return RunningServer(self, argv, workdir, {"h1": port, "h2c": port}, cpu)
+    def start(self, workdir, cpu, workload=None):
+        if self.listen == "unix":
+            endpoint = os.path.join(workdir, "backend.sock")
+            listen = f"unix:{endpoint}"
+        else:
+            endpoint = free_port()
+            listen = f"127.0.0.1:{endpoint}"
+        argv = [self.binary, "--listen", listen, "--workers", str(self.workers),
+                "--store", self._store_arg(workload)] + self.extra_args
+        return RunningServer(self, argv, workdir, {"h1": endpoint, "h2c": endpoint}, cpu)
 
 
 class NginxReturn(ServerSpec):
@@ -236,7 +390,7 @@ class NginxReturn(ServerSpec):
     programs = ("nginx",)
     protocols = ("h1", "h2c")
     apps = ("hello",)
-    not_applicable = {"counter-shm": "no counter app"}
+    not_applicable = {"counter-shm": "no counter app", "counter-mc": "no counter app"}
 
     def __init__(self, workers=1):
         super().__init__(workers)
@@ -249,7 +403,7 @@ class NginxReturn(ServerSpec):
         return (f"`return 200`, worker_processes {self.workers}, access_log off, "
                 "keepalive_requests 1e8; h2c on a second port (`listen ... http2`)")
 
-    def start(self, workdir, cpu):
+    def start(self, workdir, cpu, workload=None):
         port, h2c_port = free_port(), free_port()
         conf = render("nginx-hello.conf", workdir, prefix=workdir, port=port, h2c_port=h2c_port,
                       workers=self.workers)
@@ -258,17 +412,22 @@ class NginxReturn(ServerSpec):
 
 
 class Starman(ServerSpec):
-    """starman (Perl PSGI, preforked) running bench/peers/hello.psgi."""
+    """starman (Perl PSGI, preforked) running bench/peers/app.psgi (hello; counter on memcached).
+
+    listen "tcp" (127.0.0.1, a free port) or "unix" (a socket in workdir).
+    """
 
     name = "starman"
     programs = ("starman",)
     protocols = ("h1",)
-    apps = ("hello",)
-    not_applicable = {"h2c": "no HTTP/2", "counter-shm": "no counter app"}
+    apps = ("hello", "counter-mc")
+    not_applicable = {"h2c": "no HTTP/2", "counter-shm": "no shm counter store"}
 
-    def __init__(self, workers=1):
+    def __init__(self, workers=1, listen="tcp"):
         super().__init__(workers)
         self.expected_children = workers
+        self.listen = listen
+        self.memcached = None  # (host, port), set by the suite
 
     def version(self):
         v = subprocess.run(["perl", "-MStarman", "-e", "print $Starman::VERSION"],
@@ -279,12 +438,42 @@ class Starman(ServerSpec):
 
     def describe(self):
         return (f"`--workers {self.workers}`, keep-alive on (its default), --max-requests 1e8 "
-                "(Net::Server counts connections); one connection at a time per worker")
+                "(Net::Server counts connections); one connection at a time per worker; "
+                "counter: memcached text protocol over one socket per worker (pure Perl)")
 
-    def start(self, workdir, cpu):
-        port = free_port()
-        app = os.path.join(workdir, "hello.psgi")
-        shutil.copy(os.path.join(PEERS_DIR, "hello.psgi"), app)
-        argv = ["starman", "--listen", f"127.0.0.1:{port}", "--workers", str(self.workers),
+    def start(self, workdir, cpu, workload=None):
+        if self.listen == "unix":
+            endpoint = os.path.join(workdir, "starman.sock")
+            listen = endpoint  # starman: a path without a colon is a unix socket
+        else:
+            endpoint = free_port()
+            listen = f"127.0.0.1:{endpoint}"
+        app = os.path.join(workdir, "app.psgi")
+        shutil.copy(os.path.join(PEERS_DIR, "app.psgi"), app)
+        env = {}
+        if self.memcached:
+            env["BENCH_MEMCACHED"] = "{}:{}".format(*self.memcached)
+        argv = ["starman", "--listen", listen, "--workers", str(self.workers),
                 "--max-requests", "100000000", app]
-        return RunningServer(self, argv, workdir, {"h1": port}, cpu)
+        return RunningServer(self, argv, workdir, {"h1": endpoint}, cpu, env=env)
+
+
+class Memcached(ServerSpec):
+    """memcached for the counter workloads: shared by the run, not measured."""
+
+    name = "memcached"
+    programs = ("memcached",)
+
+    def version(self):
+        return first_line(["memcached", "-V"])
+
+    def describe(self):
+        return "`-t 1 -m 64`, 127.0.0.1, a free port; one for the whole suite"
+
+    def start(self, workdir, cpu, workload=None):
+        port = free_port()
+        argv = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", "64",
+                "-t", "1", "-c", "4096"]
+        if os.geteuid() == 0:
+            argv += ["-u", "root"]  # memcached refuses root without naming a user
+        return RunningServer(self, argv, workdir, {"mc": port}, cpu)

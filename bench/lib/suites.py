@@ -1,36 +1,112 @@
 """The suites: which servers are compared, under which workloads, against which reference.
 
 A suite is a list of servers (the subject, Portico's own, plus its peers), a list of workloads
-and a reference server for the ratio columns. A suite may also start shared processes that are
-not measured (the origin behind the proxies of a proxy suite) through `shared()`.
+and a reference server for the ratio columns. Shared processes that are not measured (the
+origin behind the proxies, the memcached of the counter workloads) and the TLS certificate are
+set up once per suite by `Suite.shared()`.
 Adding a suite = one function here that builds a Suite, and one entry in SUITES.
 """
 import contextlib
 import os
+import sys
 from dataclasses import dataclass, field
 
-from . import proxies, runner, servers
+from . import proxies, report, runner, servers, stacks
+from .proxies import Origin
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CLIENT_PROGRAMS = {"wrk": ("wrk",), "h2load": ("h2load",), "tls": (sys.executable,),
+                   "idle": (sys.executable,)}
 
 
 @dataclass(frozen=True)
 class Workload:
     key: str  # short name used on the command line (--workloads)
     title: str  # heading in the report
-    protocol: str  # "h1" (wrk, keep-alive) or "h2c" (h2load, prior knowledge)
-    app: str  # which app the server must have: "hello", "counter-shm", ...
+    protocol: str  # "h1" (HTTP/1.1), "h2c" (prior knowledge) or "tls" (h2/HTTP/1.1 over TLS)
+    app: str  # which app the origin must have: "hello", "counter-shm", "counter-mc", "bytes"
     path: str
-    client: str  # "wrk" or "h2load"
-    expect_body: bytes | None = None  # checked with one GET before an h1 run
+    client: str  # "wrk", "h2load", "tls" (lib/tls_conns.py) or "idle" (lib/idle_h2.py)
+    kind: str = "throughput"  # throughput | bytes | rate | tls-new | tls-conns | idle: how it
+    #                           is driven and which table it gets (report.TABLES)
+    expect_body: bytes | None = None  # checked with one GET before the run
+    expect_re: bytes | None = None  # ... or a regular expression the whole body matches
+    expect_len: int | None = None  # ... or the body's length
+    duration: float = 10.0  # seconds of the measured window (--duration / --duration-of)
+    connections: int | None = None  # None: --connections
+    streams: int | None = None  # h2 streams in flight per connection; None: --streams
+    h1: bool = False  # h2load --h1 (the rate workload over HTTP/1.1)
+    reuse: bool = False  # tls-conns: resume the previous connection's session
+    body_bytes: int | None = None  # response size of the bytes workloads
+
+    @property
+    def check_path(self):
+        return self.path if self.protocol in ("h1", "h2c") else "/"
+
+    def programs(self):
+        return CLIENT_PROGRAMS[self.client]
 
 
 HELLO = b"hello world\n"
+COUNTER_RE = rb'\{"counter":[0-9]+\}'
 
-H1_HELLO = Workload("h1-hello", "HTTP/1.1 keep-alive, GET / (hello)", "h1", "hello", "/", "wrk",
-                    HELLO)
-H2C_HELLO = Workload("h2c-hello", "h2c (prior knowledge), GET / (hello)", "h2c", "hello", "/",
-                     "h2load")
-H1_COUNTER = Workload("h1-counter-shm", "HTTP/1.1 keep-alive, GET /?id=1 (counter, shm store)",
-                      "h1", "counter-shm", "/?id=1", "wrk")
+
+def h1_hello(duration=10.0):
+    return Workload("h1-hello", "HTTP/1.1 keep-alive, GET / (hello)", "h1", "hello", "/", "wrk",
+                    expect_body=HELLO, duration=duration)
+
+
+def h2c_hello(key="h2c-hello", streams=None, duration=10.0):
+    m = f" -m{streams}" if streams else ""
+    return Workload(key, f"h2c (prior knowledge), GET / (hello){m}", "h2c", "hello", "/",
+                    "h2load", expect_body=HELLO, streams=streams, duration=duration)
+
+
+H1_COUNTER_SHM = Workload("h1-counter-shm", "HTTP/1.1 keep-alive, GET /?id=1 (counter, shm store)",
+                          "h1", "counter-shm", "/?id=1", "wrk", expect_re=COUNTER_RE, duration=5)
+H1_COUNTER_MC = Workload("h1-counter-mc",
+                         "HTTP/1.1 keep-alive, GET /?id=1 (counter, memcached store)", "h1",
+                         "counter-mc", "/?id=1", "wrk", expect_re=COUNTER_RE, duration=5)
+
+
+def proxy_workloads(opts):
+    size = opts.bytes
+    mib = f"{size / 1048576:g} MiB" if size % 1024 == 0 else f"{size} bytes"
+    rate_per_conn = max(1, round(opts.rate / opts.rate_connections))
+    rate = rate_per_conn * opts.rate_connections
+    return [
+        h1_hello(),
+        h2c_hello("h2c-hello-m1", 1, duration=5),
+        h2c_hello("h2c-hello-m10", 10),
+        h2c_hello("h2c-hello-m100", 100, duration=5),
+        H1_COUNTER_MC,
+        Workload("h1-bytes", f"HTTP/1.1 keep-alive, GET /bytes ({mib} responses)", "h1", "bytes",
+                 f"/bytes?n={size}", "wrk", kind="bytes", expect_len=size, connections=10,
+                 duration=5, body_bytes=size),
+        Workload("h2c-bytes", f"h2c, GET /bytes ({mib} responses) -m1", "h2c", "bytes",
+                 f"/bytes?n={size}", "h2load", kind="bytes", expect_len=size, connections=10,
+                 streams=1, duration=5, body_bytes=size),
+        Workload("h2c-rate", f"h2c at a fixed rate: {rate:,} req/s ({opts.rate_connections} "
+                 f"connections x {rate_per_conn}/s, -m10), GET / (hello)", "h2c", "hello", "/",
+                 "h2load", kind="rate", expect_body=HELLO, connections=opts.rate_connections,
+                 streams=10, duration=8),
+        Workload("h1-rate", f"HTTP/1.1 at a fixed rate: {rate:,} req/s ({opts.rate_connections} "
+                 f"connections x {rate_per_conn}/s, h2load --h1), GET / (hello)", "h1", "hello",
+                 "/", "h2load", kind="rate", expect_body=HELLO,
+                 connections=opts.rate_connections, streams=1, h1=True, duration=8),
+        Workload("tls-h2-new", f"h2 over TLS, new connections at {opts.tls_rate}/s: each one "
+                 "full handshake + one GET / (h2load)", "tls", "hello", "/", "h2load",
+                 kind="tls-new", duration=5),
+        Workload("tls-full", "TLS full handshakes, one connection after the other, GET / over "
+                 "HTTP/1.0", "tls", "hello", "/", "tls", kind="tls-conns", duration=4),
+        Workload("tls-resumed", "TLS resumed sessions, one connection after the other, GET / "
+                 "over HTTP/1.0", "tls", "hello", "/", "tls", kind="tls-conns", reuse=True,
+                 duration=4),
+        Workload("idle-h2c", f"{opts.idle_connections:,} idle h2c connections (SETTINGS "
+                 "exchanged, no stream): proxy memory per connection", "h2c", "hello", "/",
+                 "idle", kind="idle"),
+    ]
 
 
 @dataclass
@@ -43,89 +119,193 @@ class Suite:
     reference: str  # the ratio columns divide by this server's figure
     goal: str = ""  # the acceptance line the verdict checks (shown in the report)
     goal_tolerance: float = 0.10
+    targets: object = None  # report function (suite, measurements) -> lines, or None
     notes: list = field(default_factory=list)
-    unmeasured: list = field(default_factory=list)  # specs of shared processes (the origin)
+    origin: object = None  # a ServerSpec started once, on a unix socket, in front of no one
+    memcached: object = None  # a servers.Memcached when a workload or the origin needs it
+    tls: bool = False  # make a certificate for the servers' TLS listeners
+
+    @property
+    def unmeasured(self):
+        return [s for s in (self.origin, self.memcached) if s is not None]
+
+    def _needs_memcached(self):
+        return self.memcached is not None and (
+            any(w.app == "counter-mc" for w in self.workloads)
+            or getattr(self.origin, "store", None) == "memcached")
+
+    def _specs(self):
+        """Every spec that may need the shared processes: servers, their origins, the origin."""
+        for spec in self.servers + ([self.origin] if self.origin else []):
+            yield spec
+            for part in (getattr(spec, "origin", None), getattr(spec, "proxy", None)):
+                if isinstance(part, servers.ServerSpec):
+                    yield part
 
     @contextlib.contextmanager
     def shared(self, workdir, cpus):
-        """Processes the whole run needs but that are not measured; none for this suite."""
-        yield
+        """Processes the whole run needs but that are not measured, on the client's CPU."""
+        running = []
+        try:
+            if self._needs_memcached():
+                mc_dir = os.path.join(workdir, "memcached")
+                os.makedirs(mc_dir)
+                mc = self.memcached.start(mc_dir, cpus.client)
+                running.append(mc)
+                mc.wait_ready(timeout=30)
+                runner.log(f"memcached on 127.0.0.1:{mc.ports['mc']}")
+                for spec in self._specs():
+                    if hasattr(spec, "memcached"):
+                        spec.memcached = ("127.0.0.1", mc.ports["mc"])
+            if self.tls:
+                tls = servers.make_certificate(workdir)
+                for spec in self._specs():
+                    if hasattr(spec, "tls"):
+                        spec.tls = tls
+            if self.origin:
+                origin_dir = os.path.join(workdir, "origin")
+                os.makedirs(origin_dir)
+                origin = self.origin.start(origin_dir, cpus.client)
+                running.append(origin)
+                origin.wait_ready(timeout=30)
+                origin.check("/", HELLO)
+                where = Origin.of(origin.ports["h1"])
+                runner.log(f"origin: {self.origin.name} on {where}")
+                for spec in self.servers:
+                    spec.origin = where
+            yield
+        finally:
+            for r in reversed(running):
+                r.stop()
 
     def server(self, name):
         return next(s for s in self.servers if s.name == name)
 
 
+def _backend_binary(opts):
+    return os.path.join(opts.build_dir, "backend", "portico-backend")
+
+
+def _portico_binary(opts):
+    return os.path.join(opts.build_dir, "proxy", "portico")
+
+
 def backend_suite(opts):
-    binary = os.path.join(opts.build_dir, "backend", "portico-backend")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return Suite(
         name="backend",
-        description=("hello served directly by each server: portico-backend against nginx "
-                     "`return 200` and starman running a PSGI hello app"),
-        servers=[servers.PorticoBackend(binary, opts.workers, repo_dir=repo),
+        description=("hello and counter served directly by each server: portico-backend "
+                     "against nginx `return 200` and starman running a PSGI app"),
+        servers=[servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO),
                  servers.NginxReturn(opts.workers), servers.Starman(opts.workers)],
-        workloads=[H1_HELLO, H2C_HELLO, H1_COUNTER],
+        workloads=[h1_hello(), h2c_hello(), H1_COUNTER_SHM, H1_COUNTER_MC],
         subject="portico-backend",
         reference="nginx",
         goal="portico-backend within 10% of nginx (requests/s and CPU per request)",
+        memcached=servers.Memcached(),
         notes=[
             "starman serves one connection at a time per worker and keeps it while the client "
             "keeps sending, so with 100 keep-alive connections and 1 worker it serves one of "
             "them for the whole run while the others wait in the accept queue: its requests/s "
             "is the worker's full capacity, but its latency covers only the connection served.",
+            "h1-counter-mc: memcached (1 thread) runs on the client's CPU for the whole suite; "
+            "starman's counter talks the memcached text protocol from pure Perl "
+            "(bench/peers/app.psgi), portico-backend uses libmemcached.",
         ],
     )
 
 
-class ProxySuite(Suite):
-    """Proxies in front of one origin that runs for the whole suite and is not measured.
-
-    The origin (portico-backend, hello app) shares the client's CPU; the proxy has the server
-    CPU to itself, so its CPU time per request is its own work only.
-    """
-
-    def __init__(self, origin, **kwargs):
-        super().__init__(unmeasured=[origin], **kwargs)
-        self.origin = origin
-
-    @contextlib.contextmanager
-    def shared(self, workdir, cpus):
-        origin_dir = os.path.join(workdir, "origin")
-        os.makedirs(origin_dir)
-        running = self.origin.start(origin_dir, cpus.client)
-        try:
-            running.wait_ready(timeout=30)
-            running.check("/", HELLO)
-            runner.log(f"origin: {self.origin.name} on 127.0.0.1:{running.ports['h1']}")
-            for spec in self.servers:
-                spec.origin = ("127.0.0.1", running.ports["h1"])
-            yield
-        finally:
-            running.stop()
+def proxy_servers(opts, include_nometrics=True):
+    binary = _portico_binary(opts)
+    out = [proxies.PorticoProxy(binary, opts.workers)]
+    if include_nometrics:
+        out.append(proxies.PorticoProxy(
+            binary, opts.workers, name="portico-nometrics",
+            extra_toml="\n[metrics]\nenabled = false\n",
+            only_workloads=("h1-hello", "h2c-hello-m10", "h2c-hello-m100")))
+    out += [proxies.NginxProxy(opts.workers), proxies.HAProxy(opts.workers),
+            proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers)]
+    return out
 
 
 def proxy_suite(opts):
-    backend = os.path.join(opts.build_dir, "backend", "portico-backend")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # The proxies keep idle origin connections up to 60 s: the origin must not close them
     # first (that race is what the proxy suite's error column would show, not what it tests).
-    origin = servers.PorticoBackend(backend, opts.workers, repo_dir=repo,
-                                    extra_args=["--keepalive-timeout", "75"])
-    return ProxySuite(
-        origin=origin,
+    origin = servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO,
+                                    extra_args=["--keepalive-timeout", "75"], listen="unix",
+                                    store="memcached")
+    return Suite(
         name="proxy",
-        description=("hello from one portico-backend origin (1 worker, on the client's CPU, "
-                     "not measured) through each reverse proxy; only the proxy is measured"),
-        servers=[proxies.PorticoProxy(os.path.join(opts.build_dir, "proxy", "portico"),
-                                      opts.workers),
-                 proxies.NginxProxy(opts.workers), proxies.HAProxy(opts.workers),
-                 proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers)],
-        workloads=[H1_HELLO, H2C_HELLO],
+        description=("one portico-backend origin (1 worker, preforked, on a unix socket, on "
+                     "the client's CPU, not measured) behind each reverse proxy; only the proxy "
+                     "is measured"),
+        servers=proxy_servers(opts),
+        workloads=proxy_workloads(opts),
         subject="portico",
         reference="nginx",
-        notes=["The origin shares CPU 1 with the client, so every proxy's req/s is capped by "
-               "that core alike; the proxy's CPU per request is its own process tree only."],
+        targets=report.proxy_targets,
+        origin=origin,
+        memcached=servers.Memcached(),
+        tls=True,
+        notes=["The origin and memcached share CPU 1 with the client, so every proxy's req/s is "
+               "capped by that core alike; the proxy's CPU per request is its own process tree "
+               "only.",
+               "Every proxy reaches the origin over its unix socket (nginx `server unix:`, "
+               "HAProxy `server ... /path`, h2o `http://[unix:/path]/`, nghttpx "
+               "`backend=unix:/path`, Portico `unix:/path`) with HTTP/1.1 keep-alive.",
+               "portico-nometrics is Portico with `[metrics] enabled = false`, measured on "
+               "h1-hello and h2c-hello-m10/m100 only: metrics on vs off in the same run. It "
+               "reads n/a while `portico -t` does not accept that table.",
+               "TLS: one self-signed ECDSA P-256 certificate for every server; TLS 1.2 and 1.3 "
+               "allowed, the client picks (every server gives TLS 1.3 here). h2load never "
+               "resumes a session, so tls-h2-new is full handshakes at a fixed rate (CPU µs/conn "
+               "is the figure; conn/s only shows the server kept up). tls-full and tls-resumed "
+               "(bench/lib/tls_conns.py, Python's ssl: what `openssl s_time -new/-reuse` does, "
+               "plus a status check per response) run one connection at a time, no ALPN "
+               "(HTTP/1.1), so their conn/s is latency-bound and CPU µs/conn is what compares.",
+               "idle-h2c: KiB/conn = (sum of VmRSS over the proxy's processes with every "
+               "connection open − the same before the first) / connections; 'CPU µs/conn' is "
+               "the proxy's CPU over the whole setup (accept, preface, SETTINGS)."],
     )
 
 
-SUITES = {"backend": backend_suite, "proxy": proxy_suite}
+def stack_suite(opts):
+    backend = _backend_binary(opts)
+    portico = _portico_binary(opts)
+
+    def pb():
+        return servers.PorticoBackend(backend, opts.workers, repo_dir=REPO, listen="unix",
+                                      extra_args=["--keepalive-timeout", "75"])
+
+    stack_servers = [
+        stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers)),
+        stacks.StackSpec(pb(), proxies.NginxProxy(opts.workers)),
+        stacks.StackSpec(servers.Starman(opts.workers, listen="unix"),
+                         proxies.NginxProxy(opts.workers, keepalive=False)),
+    ]
+    return Suite(
+        name="stack",
+        description=("a whole deployment measured: an app server (1 preforked worker, on a unix "
+                     "socket) behind a proxy (1 worker), both on the server CPU, CPU and memory "
+                     "of both counted"),
+        servers=stack_servers,
+        workloads=[h1_hello(), h2c_hello(), H1_COUNTER_MC],
+        subject=stack_servers[0].name,
+        reference=stack_servers[2].name,
+        targets=report.stack_targets,
+        memcached=servers.Memcached(),
+        tls=True,  # the proxies' configs have a TLS listener (unused here)
+        notes=["portico-backend gets `--keepalive-timeout 75` and the proxies pool keep-alive "
+               "connections to it (nginx `keepalive 2048`). nginx → starman uses one upstream "
+               "connection per request (nginx's default HTTP/1.0 + close): a starman worker "
+               "serves one connection at a time and keeps it while requests keep coming, so "
+               "with a keep-alive pool nginx's other upstream connections wait in starman's "
+               "accept queue until proxy_read_timeout (60 s; seen as 504s under h2c).",
+               "memcached (h1-counter-mc) runs on the client's CPU, not measured."],
+    )
+
+
+
+SUITES = {"backend": backend_suite, "proxy": proxy_suite, "stack": stack_suite}
+ALL = ("backend", "proxy", "stack")  # --suite all runs these, in this order
+
+
