@@ -188,11 +188,12 @@ class PorticoProxy(ProxySpec):
     name = "portico"
 
     def __init__(self, binary, workers=1, name=None, extra_toml="", only_workloads=None,
-                 note=""):
+                 note="", cluster_toml=""):
         super().__init__(workers)
         self.binary = binary
         self.programs = (binary,)
         self.extra_toml = extra_toml
+        self.cluster_toml = cluster_toml  # more keys of the origin's [[cluster]]
         self.note = note
         if name:
             self.name = name
@@ -228,6 +229,8 @@ class PorticoProxy(ProxySpec):
 
     def describe(self):
         extra = f"; plus `{self.extra_toml.strip()}`" if self.extra_toml.strip() else ""
+        if self.cluster_toml:
+            extra += f"; cluster `{self.cluster_toml.strip()}`"
         only = (f"; measured on {', '.join(sorted(self.only_workloads))} only"
                 if self.only_workloads else "")
         return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), idle origin "
@@ -238,6 +241,7 @@ class PorticoProxy(ProxySpec):
         port, tls_port, admin_port = free_port(), free_port(), free_port()
         conf = render("portico-proxy.toml", workdir,
                       **self._values(workdir, port=port, tls_port=tls_port,
-                                     admin_port=admin_port, extra=self.extra_toml))
+                                     admin_port=admin_port, extra=self.extra_toml,
+                                     cluster_extra=self.cluster_toml))
         return RunningServer(self, [self.binary, "-c", conf], workdir,
                              {"h1": port, "h2c": port, "tls": tls_port}, cpu)

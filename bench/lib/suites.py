@@ -216,7 +216,10 @@ def backend_suite(opts):
 
 def proxy_servers(opts, include_nometrics=True):
     binary = _portico_binary(opts)
-    out = [proxies.PorticoProxy(binary, opts.workers)]
+    out = [proxies.PorticoProxy(binary, opts.workers),
+           proxies.PorticoProxy(binary, opts.workers, name="portico-h2c",
+                                cluster_toml='protocol = "h2c"',
+                                note="; h2c (prior knowledge) to the origin")]
     if include_nometrics:
         out.append(proxies.PorticoProxy(
             binary, opts.workers, name="portico-nometrics",
@@ -278,6 +281,8 @@ def stack_suite(opts):
 
     stack_servers = [
         stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers)),
+        stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers, name="portico-h2c",
+                                                    cluster_toml='protocol = "h2c"')),
         stacks.StackSpec(pb(), proxies.NginxProxy(opts.workers)),
         stacks.StackSpec(servers.Starman(opts.workers, listen="unix"),
                          proxies.NginxProxy(opts.workers, keepalive=False)),
