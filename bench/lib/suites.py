@@ -295,7 +295,7 @@ def stack_suite(opts):
         servers=stack_servers,
         workloads=[h1_hello(), h2c_hello(), H1_COUNTER_MC],
         subject=stack_servers[0].name,
-        reference=stack_servers[2].name,
+        reference=stack_servers[-1].name,  # nginx → starman
         targets=report.stack_targets,
         memcached=servers.Memcached(),
         tls=True,  # the proxies' configs have a TLS listener (unused here)
