@@ -89,7 +89,15 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
   nva.clear();
   nva.push_back(make_nv(":method", req.method));
   nva.push_back(make_nv(":scheme", "http"));
-  nva.push_back(make_nv(":authority", req.authority));
+  // An HTTP/1.0 request may come without Host, but an HTTP/2 request needs :authority (nghttp2
+  // and RFC 9113 8.3.1): name the upstream instead, as nginx's proxy_pass does with Host.
+  std::string_view authority = req.authority;
+  if (authority.empty()) {
+    const EndpointSpec& ep = conn_.pool_.endpoint();
+    authority = ep.is_unix ? std::string_view("localhost")
+                           : arena_.copy(ep.host + ":" + std::to_string(ep.port));
+  }
+  nva.push_back(make_nv(":authority", authority));
   nva.push_back(make_nv(":path", req.target));
   Http2Fields fields{nva, arena_};
   for_each_upstream_field(req, client_ip, fwd, fields);

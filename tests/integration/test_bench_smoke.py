@@ -12,8 +12,9 @@ import harness
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
 SERVERS = ("portico-backend", "nginx", "starman")
 PEERS = ("nginx", "haproxy", "h2o", "nghttpx")
-PROXIES = ("portico", "portico-nometrics") + PEERS
-STACKS = ("portico → portico-backend", "nginx → portico-backend", "nginx → starman")
+PROXIES = ("portico", "portico-h2c", "portico-nometrics") + PEERS
+STACKS = ("portico → portico-backend", "portico-h2c → portico-backend", "nginx → portico-backend",
+          "nginx → starman")
 SMOKE_IDLE_CONNECTIONS = 100
 
 

@@ -53,6 +53,12 @@ class H2cUpstream(unittest.TestCase):
         self.assertEqual((ep["busy"], ep["in_flight"], ep["health"]), (0, 0, "up"))
         self.assertGreaterEqual(ep["idle"], 1)
 
+    def test_http10_without_host(self):
+        with socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10) as s:
+            s.sendall(b"GET /hello HTTP/1.0\r\n\r\n")
+            r = harness.read_http1_response(s.makefile("rb"))
+        self.assertEqual((r.status, r.body), (200, b"hello world\n"))
+
     def test_h2_connections_spreads_requests(self):
         proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
                       cluster_options={**H2C, "h2_connections": 3})
