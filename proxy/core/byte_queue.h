@@ -24,6 +24,8 @@ public:
   // Inline for the common case (heads are appended a field piece at a time): room in the tail.
   void append(const void* data, size_t n) {
     if (tail_ && n <= tail_->writable()) {
+      if (n == 0)
+        return; // data may be null (an empty string_view): memcpy must not see it
       std::memcpy(tail_->data + tail_->end, data, n);
       tail_->end += static_cast<uint32_t>(n);
       size_ += n;

@@ -1,6 +1,7 @@
 """A client that sends its request and then shuts down its sending side still gets the whole
 response, for a response that is still upstream when the EOF arrives (the proxy then holds no
-input buffer: this once crashed it), and the proxy stays up for the next client."""
+input buffer: this once crashed it), and the proxy stays up for the next client. Also an
+HTTP/1.0 request without Host, with either upstream protocol."""
 import socket
 import unittest
 
@@ -25,6 +26,11 @@ class HalfClose(unittest.TestCase):
                 r = harness.read_http1_response(s.makefile("rb"))
                 s.close()
                 self.assertEqual(r.status, 200, r)
+        # HTTP/1.0 without Host: an empty authority on the way upstream (UBSan once caught it).
+        s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        s.sendall(b"GET /hello HTTP/1.0\r\n\r\n")
+        self.assertEqual(harness.read_http1_response(s.makefile("rb")).status, 200)
+        s.close()
         self.assertTrue(harness.pid_alive(proxy.pid))
         s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

@@ -195,3 +195,22 @@ TEST_F(ByteQueueWriteTo, FailsOnAClosedPeer) {
 
 } // namespace
 } // namespace portico::core
+
+namespace portico::core {
+namespace {
+
+// An empty string_view has a null data(): appending it is a no-op, not memcpy(…, nullptr, 0)
+// (UBSan caught that once through an HTTP/1.0 request without Host).
+TEST(ByteQueue, AppendingNothingIsANoOp) {
+  ByteQueue q;
+  q.append(std::string_view());
+  EXPECT_TRUE(q.empty());
+  q.append("x");
+  q.append(std::string_view());
+  q.append(nullptr, 0);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.front(), "x");
+}
+
+} // namespace
+} // namespace portico::core
