@@ -1,6 +1,7 @@
 #include "metrics_exposition.h"
 
-#include <limits>
+#include "metrics/metric_family.h"
+
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
@@ -8,17 +9,10 @@ namespace portico::backend {
 
 namespace {
 
+using metrics::family;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-MetricFamily family(const char* name, const char* help, MetricType type) {
-  MetricFamily f;
-  f.name = name;
-  f.help = help;
-  f.type = type;
-  return f;
-}
 
 ClientMetric gauge(std::vector<ClientMetric::Label> labels, double v) {
   ClientMetric m;
@@ -31,23 +25,6 @@ ClientMetric counter(std::vector<ClientMetric::Label> labels, uint64_t v) {
   ClientMetric m;
   m.label = std::move(labels);
   m.counter.value = static_cast<double>(v);
-  return m;
-}
-
-ClientMetric histogram(std::vector<ClientMetric::Label> labels, const BackendMetrics::AppTotals& t,
-                       const std::vector<double>& bounds) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    cumulative += t.buckets[i];
-    m.histogram.bucket.push_back({cumulative, bounds[i]});
-  }
-  cumulative += t.buckets[bounds.size()];
-  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
-  // The count is the +Inf bucket: a scrape racing a record stays consistent.
-  m.histogram.sample_count = cumulative;
-  m.histogram.sample_sum = t.sum;
   return m;
 }
 
@@ -80,7 +57,8 @@ std::string expose(const BackendMetrics& metrics, const SupervisionStats& stats)
       requests.metric.push_back(
           counter({{"app", app}, {"status_class", kStatusClassNames[c]}}, t.requests[c]));
     }
-    duration.metric.push_back(histogram({{"app", app}}, t, metrics.bounds()));
+    duration.metric.push_back(
+        metrics::histogram_metric({{"app", app}}, metrics.bounds(), t.buckets, t.sum));
   }
   out.push_back(std::move(requests));
   out.push_back(std::move(duration));

@@ -1,10 +1,11 @@
 #include "metrics/exposition.h"
 
+#include "metrics/metric_family.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
-#include <limits>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #include <unistd.h>
@@ -17,14 +18,7 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-MetricFamily family(const char* name, const char* help, MetricType type) {
-  MetricFamily f;
-  f.name = name;
-  f.help = help;
-  f.type = type;
-  return f;
-}
-
+// Merges the workers' shards of one histogram.
 ClientMetric histogram_metric(std::vector<ClientMetric::Label> labels,
                               const std::vector<const Histogram*>& parts) {
   std::vector<uint64_t> buckets;
@@ -32,20 +26,7 @@ ClientMetric histogram_metric(std::vector<ClientMetric::Label> labels,
   double sum = 0;
   for (const Histogram* h : parts)
     h->add_to(buckets, count, sum);
-  ClientMetric m;
-  m.label = std::move(labels);
-  const auto& bounds = parts.front()->bounds();
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    cumulative += buckets[i];
-    m.histogram.bucket.push_back({cumulative, bounds[i]});
-  }
-  cumulative += buckets[bounds.size()];
-  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
-  // The count is the +Inf bucket, read above: a scrape racing a record stays consistent.
-  m.histogram.sample_count = cumulative;
-  m.histogram.sample_sum = sum;
-  return m;
+  return metrics::histogram_metric(std::move(labels), parts.front()->bounds(), buckets, sum);
 }
 
 ClientMetric value_metric(double v, bool counter) {
