@@ -143,11 +143,7 @@ void Http1Upstream::on_writable() {
 }
 
 void Http1Upstream::on_connected() {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-    err = errno;
-  if (err != 0) {
+  if (!connect_succeeded(fd_)) {
     fail(UpstreamError::CONNECT_REFUSED);
     return;
   }

@@ -426,11 +426,7 @@ void Http2Upstream::on_timer() {
 }
 
 void Http2Upstream::on_connected() {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-    err = errno;
-  if (err != 0) {
+  if (!connect_succeeded(fd_)) {
     pool_.note_connect_failed();
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     close(UpstreamError::CONNECT_REFUSED);

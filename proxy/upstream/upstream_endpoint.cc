@@ -85,4 +85,12 @@ int connect_nonblocking(const SocketAddress& a) {
   return fd;
 }
 
+bool connect_succeeded(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    return false;
+  return err == 0;
+}
+
 } // namespace portico::upstream

@@ -28,5 +28,7 @@ std::optional<EndpointSpec> parse_endpoint(std::string_view text);
 std::optional<SocketAddress> literal_address(const EndpointSpec& e);
 // Starts a non-blocking connect. Returns the fd (connect in progress or done) or -1 with errno.
 int connect_nonblocking(const SocketAddress& a);
+// Once the socket is writable: whether that connect succeeded.
+bool connect_succeeded(int fd);
 
 } // namespace portico::upstream

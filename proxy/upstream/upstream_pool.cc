@@ -80,12 +80,22 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     connect_for(client);
     return;
   }
+  wait_for_room(client);
+}
+
+void UpstreamPool::wait_for_room(UpstreamClient* client) {
   if (has_address_ && cluster_.queue_timeout <= 0) {
     metrics_.errors[6].inc(); // queue_timeout
     client->on_queue_timeout();
     return;
   }
   enqueue(client, false);
+}
+
+void UpstreamPool::refuse(UpstreamClient* client) {
+  note_connect_failed();
+  metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
 }
 
 void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
@@ -128,9 +138,7 @@ bool UpstreamPool::connect_for(UpstreamClient* client, bool from_queue) {
       enqueue(client, from_queue);
       return false;
     }
-    note_connect_failed();
-    metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
-    client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+    refuse(client);
     return false;
   }
   ++connects_;
@@ -263,20 +271,13 @@ void UpstreamPool::acquire_h2(UpstreamClient* client) {
   }
   if (has_address_ && (max_ == 0 || total_ < max_)) {
     if (!h2_connect()) {
-      note_connect_failed();
-      metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
-      client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+      refuse(client);
       return;
     }
     h2_head_->open_stream(client);
     return;
   }
-  if (has_address_ && cluster_.queue_timeout <= 0) {
-    metrics_.errors[6].inc(); // queue_timeout
-    client->on_queue_timeout();
-    return;
-  }
-  enqueue(client, false);
+  wait_for_room(client);
 }
 
 void UpstreamPool::h2_stream_opened() {

@@ -81,6 +81,10 @@ private:
   // False when client got no connection: failed, or queued again (a full unix backlog).
   bool connect_for(UpstreamClient* client, bool from_queue = false);
   void enqueue(UpstreamClient* client, bool front);
+  // No connection now: wait in the queue (or 503 at once with queue_timeout = 0).
+  void wait_for_room(UpstreamClient* client);
+  // The connect failed: the endpoint is held down and the client told (502).
+  void refuse(UpstreamClient* client);
   // h2c: a stream on a connection with room, a new connection, or the queue.
   void acquire_h2(UpstreamClient* client);
   Http2Upstream* h2_with_room();
