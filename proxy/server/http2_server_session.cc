@@ -2,6 +2,7 @@
 
 #include "core/http_date.h"
 #include "core/small_allocator.h"
+#include "http/nghttp2_nv.h"
 #include "server/client_connection.h"
 #include "server/http2_stream.h"
 #include "server/server_context.h"
@@ -26,11 +27,7 @@ Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
   return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
 }
 
-nghttp2_nv make_nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
+using http::make_nv;
 
 // Hop-by-hop fields of an upgraded HTTP/1.1 request that have no place on stream 1.
 bool is_connection_specific(std::string_view name) {

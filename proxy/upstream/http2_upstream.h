@@ -22,8 +22,12 @@ namespace portico::upstream {
 class UpstreamPool;
 class Http2Upstream;
 
+// One request on a shared h2c connection (http2_upstream_stream.cc).
 class Http2UpstreamStream final : public UpstreamStream {
 public:
+  // A request body above this waits for DATA frames before the client is read further.
+  static constexpr size_t kBodyHigh = 64 * 1024;
+
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
