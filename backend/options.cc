@@ -19,6 +19,7 @@ constexpr const char* kUsage = R"(usage: portico-backend [options]
   --document-root DIR       serve static files from DIR
   --pid-file FILE           write the master's pid here
   --max-body BYTES          larger request bodies get 413 (default 1 GiB)
+  --h2-max-streams N        SETTINGS_MAX_CONCURRENT_STREAMS per h2c connection (default 256)
   --graceful-timeout SECS   how long old workers may finish on HUP/TERM (default 30)
   --admin HOST:PORT         serve /metrics (Prometheus, all workers) and /healthz from the
                             master (default: off)
@@ -73,6 +74,8 @@ std::optional<Options> parse_options(int argc, char** argv, int* exit_code) {
       o.pid_file = std::string(value);
     else if (arg == "--max-body")
       ok = parse_number(value, o.max_body_bytes) && o.max_body_bytes >= 0;
+    else if (arg == "--h2-max-streams")
+      ok = parse_number(value, o.h2_max_streams) && o.h2_max_streams > 0;
     else if (arg == "--graceful-timeout")
       ok = parse_number(value, o.graceful_timeout) && o.graceful_timeout >= 0;
     else if (arg == "--admin")

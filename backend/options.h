@@ -1,5 +1,6 @@
 #pragma once
 // portico-backend's command line.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct Options {
   std::string document_root;
   std::string pid_file;
   long max_body_bytes = 1L << 30; // 413 above
+  uint32_t h2_max_streams = 256;  // SETTINGS_MAX_CONCURRENT_STREAMS
   double graceful_timeout = 30;   // how long old workers may finish on HUP/TERM
   std::string admin;              // --admin HOST:PORT: the master's /metrics; empty: off
 };

@@ -95,6 +95,7 @@ private:
     server::ServerLimits l;
     l.keepalive_timeout = o.keepalive_timeout;
     l.parser.max_body_bytes = o.max_body_bytes;
+    l.h2_max_concurrent_streams = o.h2_max_streams;
     l.server_name = "portico-backend";
     return l;
   }

@@ -41,6 +41,12 @@ public:
 
   // The first contiguous readable run.
   std::string_view front() const;
+  // Calls f(std::string_view) for each contiguous readable run, head first, without draining.
+  template <typename F> void for_each_run(F&& f) const {
+    for (Block* b = head_; b; b = b->next)
+      if (b->readable() > 0)
+        f(std::string_view(b->data + b->begin, b->readable()));
+  }
   // Fills up to max iovecs from the head; returns how many were filled.
   int fill_iovec(iovec* iov, int max) const;
   void drain(size_t n);

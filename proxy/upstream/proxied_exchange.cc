@@ -58,17 +58,12 @@ void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
   cluster_.metrics().queue_wait.observe(queue_);
   phase_at_ = now;
   up.send_head(ex_.request(), framing_, ex_.client_address(), fwd_);
-  if (!replay_.empty()) {
-    // The body so far: what arrived while queued, or all of it again on a retry. Sent
-    // without draining: the bytes stay replayable. At most kReplayLimit plus one read's
-    // worth, so 64 blocks always cover it.
-    iovec iov[64];
-    int n = replay_.fill_iovec(iov, 64);
-    for (int i = 0; i < n; ++i)
-      up.send_body({static_cast<const char*>(iov[i].iov_base), iov[i].iov_len});
-    if (!replayable_)
-      replay_.clear();
-  }
+  // The body so far, all of it: what arrived while queued (up to a client's flow-control
+  // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
+  // Sent without draining while it may be needed once more.
+  replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
+  if (!replayable_)
+    replay_.clear();
   if (request_ended_)
     finish_request();
   if (client_paused_ && up.buffered() < kUpstreamHigh) {

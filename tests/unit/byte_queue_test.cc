@@ -55,6 +55,23 @@ TEST(ByteQueue, AppendsAcrossBlocks) {
   EXPECT_EQ(q.fill_iovec(iov, 2), 2);
 }
 
+TEST(ByteQueue, ForEachRunVisitsEveryByteWithoutDraining) {
+  // More blocks than one writev gathers: the replay buffer of a queued request is this long.
+  ByteQueue q;
+  std::string in = pattern(100 * kBlockSize + 7);
+  for (size_t at = 0; at < in.size(); at += 1000)
+    q.append(std::string_view(in).substr(at, 1000));
+  std::string out;
+  size_t runs = 0;
+  q.for_each_run([&](std::string_view run) {
+    out.append(run);
+    ++runs;
+  });
+  EXPECT_EQ(out, in);
+  EXPECT_GT(runs, 64u);
+  EXPECT_EQ(q.size(), in.size());
+}
+
 TEST(ByteQueue, WriteSpaceAndCommit) {
   ByteQueue q;
   q.append("ab");
