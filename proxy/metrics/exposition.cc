@@ -189,6 +189,19 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
       errors.metric.push_back(std::move(m));
     }
   out.push_back(std::move(errors));
+  auto retries = family("portico_upstream_retries_total",
+                        "Requests sent upstream again, by why that was safe.", MetricType::Counter);
+  for (size_t c = 0; c < clusters; ++c)
+    for (size_t k = 0; k < kRetryReasonCount; ++k) {
+      uint64_t n = 0;
+      for (const auto* s : shards)
+        n += s->cluster(c).retries[k].get();
+      ClientMetric m;
+      m.label = {{"cluster", cfg.clusters[c].name}, {"reason", kRetryReasons[k]}};
+      m.counter.value = static_cast<double>(n);
+      retries.metric.push_back(std::move(m));
+    }
+  out.push_back(std::move(retries));
 
   auto conns_up =
       family("portico_upstream_connections",

@@ -44,6 +44,11 @@ inline constexpr const char* kUpstreamErrorKinds[] = {
     "protocol_error",  "retried",         "queue_timeout"};
 inline constexpr size_t kErrorKinds = std::size(kUpstreamErrorKinds);
 
+// Why requests were sent upstream again: upstream::RetryReason's values in order.
+inline constexpr const char* kRetryReasons[] = {"connect_failed", "refused_stream", "idempotent",
+                                                "non_idempotent"};
+inline constexpr size_t kRetryReasonCount = std::size(kRetryReasons);
+
 struct RouteMetrics {
   explicit RouteMetrics(const std::vector<double>* bounds) : duration(bounds) {}
   Counter requests[static_cast<size_t>(Protocol::COUNT)][5]; // by status class 1xx..5xx
@@ -60,6 +65,7 @@ struct ClusterMetrics {
   Histogram first_byte; // request handed to the connection to the response head
   Histogram upstream;   // request handed to the connection to the response's last byte
   Counter errors[kErrorKinds];
+  Counter retries[kRetryReasonCount];
   std::vector<EndpointGauges> endpoints; // in configuration order
 };
 

@@ -292,13 +292,18 @@ void Http1Upstream::finish_exchange() {
 void Http1Upstream::fail(UpstreamError e) {
   UpstreamClient* c = client_;
   client_ = nullptr;
-  bool retryable = (e == UpstreamError::RESET) && requests_ > 1 && !response_seen_;
-  if (e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT)
+  bool connect_failed = e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+  // A timeout is the application's slowness, not a lost request: never sent again.
+  Delivery delivery = connect_failed ? Delivery::NOT_DELIVERED
+                      : response_seen_ || e == UpstreamError::RESPONSE_TIMEOUT
+                          ? Delivery::ANSWERED
+                          : Delivery::UNANSWERED;
+  if (connect_failed)
     pool_.note_connect_failed();
   pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)
-    c->on_upstream_error(e, retryable);
+    c->on_upstream_error(e, delivery);
 }
 
 void Http1Upstream::close() {

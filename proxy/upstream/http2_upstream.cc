@@ -152,7 +152,7 @@ void Http2Upstream::run_deferred() {
         st->client_ = nullptr;
         stream_gone(st);
         if (c)
-          c->on_upstream_error(UpstreamError::RESET, true);
+          c->on_upstream_error(UpstreamError::RESET, Delivery::NOT_DELIVERED);
         if (state_ == State::CLOSED)
           return;
       }
@@ -315,8 +315,8 @@ int Http2Upstream::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, voi
       c->pool_.h2_serve_waiters(); // the limit may have grown: waiting requests may fit
     return 0;
   case NGHTTP2_GOAWAY:
-    // Streams above the last one it saw are closed by nghttp2 as refused (retryable); the
-    // rest may finish. No new ones here.
+    // Streams above the last one it saw are closed by nghttp2 as refused (NOT_DELIVERED:
+    // RFC 9113 6.8 says they were not processed); the rest may finish. No new ones here.
     if (c->state_ == State::OPEN)
       c->state_ = State::DRAINING;
     return 0;
@@ -401,7 +401,9 @@ int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_
   if (!st)
     return 0;
   UpstreamClient* client = st->client_;
-  bool retryable = error_code == NGHTTP2_REFUSED_STREAM && !st->response_seen_;
+  Delivery delivery = st->response_seen_                     ? Delivery::ANSWERED
+                      : error_code == NGHTTP2_REFUSED_STREAM ? Delivery::NOT_DELIVERED
+                                                             : Delivery::UNANSWERED;
   if (client) {
     st->client_ = nullptr;
     c->pool_.metrics().errors[static_cast<int>(UpstreamError::RESET)].inc();
@@ -411,7 +413,7 @@ int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_
   st->unconsumed_ = 0;
   c->stream_gone(st);
   if (client)
-    client->on_upstream_error(UpstreamError::RESET, retryable);
+    client->on_upstream_error(UpstreamError::RESET, delivery);
   return 0;
 }
 
@@ -428,7 +430,6 @@ void Http2Upstream::drain() {
 void Http2Upstream::close(UpstreamError e) {
   if (state_ == State::CLOSED)
     return;
-  bool reused = completed_ > 0;
   state_ = State::CLOSED;
   ev_io_stop(pool_.loop(), &rev_);
   ev_io_stop(pool_.loop(), &wev_);
@@ -437,20 +438,23 @@ void Http2Upstream::close(UpstreamError e) {
   fd_ = -1;
   out_.clear();
   pool_.deferred().cancel(this);
-  // Every stream still carrying a request fails. A request that saw no response byte on a
-  // connection that had served others may not have been seen: retryable, as on HTTP/1.1.
-  std::vector<std::pair<UpstreamClient*, bool>> failed;
+  // Every stream still carrying a request fails. One the connect never carried was not
+  // delivered; one that saw no response byte may or may not have been.
+  bool connect_failed = e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+  std::vector<std::pair<UpstreamClient*, Delivery>> failed;
   for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
     if (st->client_) {
-      failed.push_back({st->client_, reused && !st->response_seen_});
+      failed.push_back({st->client_, connect_failed       ? Delivery::NOT_DELIVERED
+                                     : st->response_seen_ ? Delivery::ANSWERED
+                                                          : Delivery::UNANSWERED});
       st->client_ = nullptr;
       ev_timer_stop(pool_.loop(), &st->timer_);
     }
-  if (e != UpstreamError::CONNECT_REFUSED && e != UpstreamError::CONNECT_TIMEOUT && !failed.empty())
+  if (!connect_failed && !failed.empty())
     pool_.metrics().errors[static_cast<int>(e)].inc();
   pool_.h2_closed(this);
-  for (auto [client, retryable] : failed)
-    client->on_upstream_error(e, retryable);
+  for (auto [client, delivery] : failed)
+    client->on_upstream_error(e, delivery);
 }
 
 } // namespace portico::upstream

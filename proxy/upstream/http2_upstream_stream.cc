@@ -200,7 +200,7 @@ void Http2UpstreamStream::on_timer() {
   conn_.pool_.metrics().errors[static_cast<int>(UpstreamError::RESPONSE_TIMEOUT)].inc();
   release_client(true);
   if (c)
-    c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, false);
+    c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, Delivery::ANSWERED);
 }
 
 } // namespace portico::upstream

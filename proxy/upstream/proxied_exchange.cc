@@ -3,6 +3,7 @@
 #include "http/http1_writer.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream.h"
+#include "upstream/retry_policy.h"
 
 #include <algorithm>
 #include <charconv>
@@ -47,7 +48,6 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
   // HEADERS ended the stream.
   framing_ = body_framing(ex.request(),
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
-  replayable_ = cluster.config().retry_on_reset;
 }
 
 void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
@@ -189,27 +189,30 @@ void ProxiedExchange::on_upstream_end() {
     ex_.end_response_with_trailers(response_trailers_);
 }
 
-void ProxiedExchange::on_upstream_error(UpstreamError e, bool retryable) {
+void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
   up_ = nullptr;
-  if (!retried_ && replayable_ && !response_started_) {
-    // A connect that failed sent nothing: try another endpoint (this one is now held down)
-    // if the cluster has one, as nginx's proxy_next_upstream error does.
-    bool connect_failed =
-        e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
-    UpstreamPool* next = connect_failed ? &cluster_.pick() : pool_;
-    if (retryable || next != pool_) {
-      retried_ = true;
-      pool_->metrics().errors[5].inc(); // retried
-      pool_ = next;
-      phase_at_ = ev_time();
-      pool_->acquire(this, true);
-      return;
-    }
-  }
-  if (response_started_)
+  if (response_started_) {
     ex_.abort(); // the client must see a cut response, never a clean short one
-  else
+    return;
+  }
+  const auto& cfg = cluster_.config();
+  std::optional<RetryReason> why =
+      retried_ ? std::nullopt
+               : retry_reason({cfg.retry_on_reset, cfg.retry_non_idempotent}, e, delivery,
+                              ex_.request().method, replayable_);
+  // A connect that failed goes to another endpoint (this one is now held down), as nginx's
+  // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
+  UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_.pick() : pool_;
+  if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
     fail(status_for(e));
+    return;
+  }
+  retried_ = true;
+  pool_->metrics().errors[5].inc(); // retried
+  pool_->metrics().retries[static_cast<size_t>(*why)].inc();
+  pool_ = next;
+  phase_at_ = ev_time();
+  pool_->acquire(this, true);
 }
 
 void ProxiedExchange::on_queue_timeout() {

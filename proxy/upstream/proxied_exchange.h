@@ -1,8 +1,8 @@
 #pragma once
 // One client request carried to an upstream and its response carried back: the bridge between
 // a client Exchange (HTTP/1 or HTTP/2) and an Http1Upstream from a pool. Bodies stream both
-// ways with backpressure; a request whose reused connection fails before any response byte is
-// retried once on a fresh connection while its body is still replayable.
+// ways with backpressure; a failed request is sent again once when retry_policy.h says that
+// cannot apply it twice, and only while its whole body is still held.
 #include "core/byte_queue.h"
 #include "core/small_allocator.h"
 #include "metrics/access_log.h"
@@ -21,7 +21,8 @@ class UpstreamPool;
 
 class ProxiedExchange final : public server::ExchangeListener, public UpstreamClient {
 public:
-  // Request bodies up to this size are kept for a retry; larger ones are not retried.
+  // Request bodies up to this size are kept for a retry; larger ones are not retried once
+  // their first bytes have left for the upstream.
   static constexpr size_t kReplayLimit = 64 * 1024;
 
   // One per request: from the worker's free lists, not malloc.
@@ -48,7 +49,7 @@ private:
   void on_upstream_trailer(std::string_view name, std::string_view value) override;
   void on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) override;
   void on_upstream_end() override;
-  void on_upstream_error(UpstreamError e, bool retryable) override;
+  void on_upstream_error(UpstreamError e, Delivery delivery) override;
   void on_upstream_writable() override;
   void on_queue_timeout() override;
   bool is_head_request() const override { return ex_.request().is_head(); }

@@ -23,6 +23,15 @@ enum class UpstreamError : uint8_t {
 
 const char* to_string(UpstreamError e);
 
+// How far a failed request got: whether sending it again could have the application apply it
+// twice. Only the upstream side can tell; the request decides whether to retry (retry_policy.h).
+enum class Delivery : uint8_t {
+  NOT_DELIVERED, // provably never reached the application: connect failed, stream refused or
+                 // above a GOAWAY's last-stream-id, never submitted
+  UNANSWERED,    // may have reached it; not one response byte came back
+  ANSWERED,      // response bytes arrived (or the upstream timed out): never sent again
+};
+
 class UpstreamClient {
 public:
   virtual ~UpstreamClient() = default;
@@ -37,9 +46,9 @@ public:
   virtual void on_upstream_trailer(std::string_view name, std::string_view value) {}
   // The response is complete; the connection is no longer this request's.
   virtual void on_upstream_end() = 0;
-  // The connection failed; it is no longer this request's. retryable: it was a reused
-  // connection and no byte of the response arrived, so the request may not have been seen.
-  virtual void on_upstream_error(UpstreamError e, bool retryable) = 0;
+  // The connection or stream failed; it is no longer this request's. delivery: whether the
+  // application may have seen the request.
+  virtual void on_upstream_error(UpstreamError e, Delivery delivery) = 0;
   // The request output fell below the low watermark: more request body may be written.
   virtual void on_upstream_writable() {}
   // Waited in the pool's queue longer than the cluster's queue_timeout.

@@ -95,7 +95,7 @@ void UpstreamPool::wait_for_room(UpstreamClient* client) {
 void UpstreamPool::refuse(UpstreamClient* client) {
   note_connect_failed();
   metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
-  client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+  client->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
 }
 
 void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
@@ -127,7 +127,7 @@ void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
 
 bool UpstreamPool::connect_for(UpstreamClient* client, bool from_queue) {
   if (!has_address_) {
-    client->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+    client->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
     return false;
   }
   int fd = connect_nonblocking(address_);
@@ -162,7 +162,7 @@ void UpstreamPool::address_failed() {
   while (UpstreamClient* c = wait_head_) {
     cancel(c);
     metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
-    c->on_upstream_error(UpstreamError::CONNECT_REFUSED, false);
+    c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
   }
 }
 
@@ -409,7 +409,7 @@ void UpstreamPool::on_queue_timer() {
     if (!has_address_) {
       // Still no answer from the resolver: a gateway timeout, not a full queue.
       metrics_.errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
-      c->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, false);
+      c->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, Delivery::NOT_DELIVERED);
       continue;
     }
     metrics_.errors[6].inc(); // queue_timeout

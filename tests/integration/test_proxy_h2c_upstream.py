@@ -91,7 +91,10 @@ class H2cUpstream(unittest.TestCase):
 
     def test_killed_backend_fails_its_streams_then_recovers(self):
         done = {}
-        t = threading.Thread(target=lambda: done.update(r=curl(self.proxy, "h1", "/delay?ms=5000")))
+        # A POST: the application may have applied it, so it is not sent again (an idempotent
+        # request would be, on the fresh connection: test_proxy_retry_policy).
+        t = threading.Thread(target=lambda: done.update(
+            r=curl(self.proxy, "h1", "/delay?ms=5000", extra=["-d", "x"])))
         t.start()
         harness.wait_until(lambda: json.loads(get(self.proxy.admin_port, "/status")[1])
                            ["clusters"][0]["endpoints"][0]["in_flight"] == 1,

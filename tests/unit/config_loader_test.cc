@@ -128,6 +128,7 @@ endpoints = ["backend.example:80", "[::1]:9000"]
 max_connections = 8
 queue_timeout = 2.5
 retry_on_reset = false
+retry_non_idempotent = true
 [[route]]
 host = "*.example.com"
 path_prefix = "/api/"
@@ -139,6 +140,7 @@ cluster = "app"
   EXPECT_EQ(c->clusters[0].max_connections, 8);
   EXPECT_DOUBLE_EQ(c->clusters[0].queue_timeout, 2.5);
   EXPECT_FALSE(c->clusters[0].retry_on_reset);
+  EXPECT_TRUE(c->clusters[0].retry_non_idempotent);
   EXPECT_EQ(c->routes[0].host, "*.example.com");
 
   errors.clear();

@@ -1,0 +1,154 @@
+"""Scripted origins for the proxy's trust tests: they record every request they were handed
+(what an application would have applied) and misbehave on request, by path:
+
+- /drop          read the whole request, then close the connection without answering
+- /drop-once     the same the first time an x-id is seen; answer 200 after
+- /refuse-once   (h2c) RST_STREAM(REFUSED_STREAM) the first time an x-id is seen, unrecorded
+- anything else  200 "ok", keep-alive
+
+Each runs in a thread of the test process on a loopback port it picks, stopped by stop()."""
+import socket
+import threading
+
+import harness
+
+
+class _Origin:
+    def __init__(self):
+        self.port = harness.free_port()
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.lock = threading.Lock()
+        self.applied = []  # (method, path, x-id, body length) in arrival order
+        self.connections = 0
+        self.seen = set()
+        self.stopping = False
+        self.threads = []
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+        self.accept_thread = t
+
+    @property
+    def endpoint(self):
+        return f"127.0.0.1:{self.port}"
+
+    def count(self, method, path, xid=None):
+        with self.lock:
+            return sum(1 for m, p, i, _ in self.applied
+                       if m == method and p == path and (xid is None or i == xid))
+
+    def _first_time(self, xid):
+        with self.lock:
+            if xid in self.seen:
+                return False
+            self.seen.add(xid)
+            return True
+
+    def _record(self, method, path, xid, length):
+        with self.lock:
+            self.applied.append((method, path, xid, length))
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+            t = threading.Thread(target=self._serve_guarded, args=(conn,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _serve_guarded(self, conn):
+        try:
+            self.serve(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def stop(self):
+        self.stopping = True
+        self.listener.close()
+
+
+class Http1Origin(_Origin):
+    def serve(self, conn):
+        f = conn.makefile("rb")
+        try:
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                method, target, _ = line.decode("latin1").split(" ", 2)
+                headers = {}
+                while True:
+                    h = f.readline()
+                    if h in (b"\r\n", b""):
+                        break
+                    n, _, v = h.decode("latin1").partition(":")
+                    headers[n.strip().lower()] = v.strip()
+                body = self._read_body(f, headers)
+                path, _, query = target.partition("?")
+                xid = headers.get("x-id", query)
+                self._record(method, path, xid, len(body))
+                if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
+                    return  # the application took it and the connection died
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+        finally:
+            f.close()
+
+    @staticmethod
+    def _read_body(f, headers):
+        if "content-length" in headers:
+            return f.read(int(headers["content-length"]))
+        if "chunked" in headers.get("transfer-encoding", ""):
+            body = b""
+            while True:
+                size = int(f.readline().split(b";")[0], 16)
+                if size == 0:
+                    while f.readline() not in (b"\r\n", b""):
+                        pass
+                    return body
+                body += f.read(size)
+                f.read(2)
+        return b""
+
+
+class H2cOrigin(_Origin):
+    """Prior-knowledge h2c (python3-h2) with the same paths, plus /refuse-once."""
+
+    def serve(self, conn):
+        import h2.config
+        import h2.connection
+        import h2.errors
+        import h2.events
+        h2conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        h2conn.initiate_connection()
+        conn.sendall(h2conn.data_to_send())
+        streams = {}
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                return
+            for ev in h2conn.receive_data(data):
+                if isinstance(ev, h2.events.RequestReceived):
+                    streams[ev.stream_id] = [dict(ev.headers), 0]
+                elif isinstance(ev, h2.events.DataReceived):
+                    streams[ev.stream_id][1] += len(ev.data)
+                    h2conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    headers, length = streams.pop(ev.stream_id)
+                    method = headers[b":method"].decode()
+                    path, _, query = headers[b":path"].decode().partition("?")
+                    xid = headers.get(b"x-id", query.encode()).decode()
+                    if path == "/refuse-once" and self._first_time(xid):
+                        h2conn.reset_stream(ev.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                        continue
+                    self._record(method, path, xid, length)
+                    if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
+                        return
+                    h2conn.send_headers(ev.stream_id, [(":status", "200"),
+                                                       ("content-length", "3")])
+                    h2conn.send_data(ev.stream_id, b"ok\n", end_stream=True)
+            conn.sendall(h2conn.data_to_send())
