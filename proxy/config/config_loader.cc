@@ -250,7 +250,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   r.only_keys(t,
               {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
                "connect_timeout", "response_timeout", "idle_timeout", "max_idle_per_endpoint",
-               "retry_on_reset", "retry_non_idempotent", "fail_timeout", "h2_connections"},
+               "retry_on_reset", "retry_non_idempotent", "max_response_header_bytes",
+               "fail_timeout", "h2_connections"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -276,6 +277,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   r.get_number(t, "max_idle_per_endpoint", cl.max_idle_per_endpoint, cw, 0, 1e6);
   r.get_bool(t, "retry_on_reset", cl.retry_on_reset, cw);
   r.get_bool(t, "retry_non_idempotent", cl.retry_non_idempotent, cw);
+  r.get_number(t, "max_response_header_bytes", cl.max_response_header_bytes, cw, 1024, 1 << 24);
   r.get_number(t, "fail_timeout", cl.fail_timeout, cw, 0, 86400);
   r.get_number(t, "h2_connections", cl.h2_connections, cw, 1, 1024);
   c.clusters.push_back(std::move(cl));

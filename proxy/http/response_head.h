@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 namespace portico::http {
 
@@ -15,14 +16,22 @@ struct ResponseHead {
   int64_t content_length = -1; // -1: unknown, the body is streamed (chunked on HTTP/1.1)
   std::array<Header, kMaxHeaders> headers;
   size_t header_count = 0;
+  // Fields after those, as many as there are: an upstream's response head passed on (apps send
+  // 30 and more). The span must stay valid until send_head returns; sessions copy it there.
+  std::span<const Header> more;
 
   // Names must be lower case; values must stay valid until the head is sent.
   void add(std::string_view name, std::string_view value) {
     if (header_count < kMaxHeaders)
       headers[header_count++] = {name, value};
   }
-  const Header* begin() const { return headers.data(); }
-  const Header* end() const { return headers.data() + header_count; }
+  template <typename F> void for_each(F&& f) const {
+    for (size_t i = 0; i < header_count; ++i)
+      f(headers[i]);
+    for (const Header& h : more)
+      f(h);
+  }
+  size_t size() const { return header_count + more.size(); }
 };
 
 // "OK" for 200 and so on; "" for codes without a registered phrase.

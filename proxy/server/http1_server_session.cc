@@ -207,8 +207,7 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
   out.append("\r\ndate: ");
   out.append(core::http_date_now());
   out.append("\r\n");
-  for (const auto& h : head)
-    http::append_field(out, h.name, h.value);
+  head.for_each([&](const http::Header& h) { http::append_field(out, h.name, h.value); });
   if (head.content_length >= 0 && !(http::status_has_no_body(head.status))) {
     out.append("content-length: ");
     append_decimal(out, static_cast<uint64_t>(head.content_length));

@@ -244,23 +244,25 @@ void Http2ServerSession::submit_response(Http2Stream& st, const http::ResponseHe
   char length[24];
   size_t length_len = 0;
   bool no_body = st.request_.is_head() || http::status_has_no_body(head.status);
-  nghttp2_nv nv[http::ResponseHead::kMaxHeaders + 4];
-  size_t n = 0;
-  nv[n++] = make_nv(":status", {status, 3});
-  nv[n++] = make_nv("server", ctx.limits().server_name);
-  nv[n++] = make_nv("date", core::http_date_now());
-  for (const auto& h : head)
-    nv[n++] = make_nv(h.name, h.value);
+  // Any number of fields (a proxied head may have dozens); nghttp2 copies them before
+  // submit returns, so one vector per thread serves every response.
+  thread_local std::vector<nghttp2_nv> nv;
+  nv.clear();
+  nv.push_back(make_nv(":status", {status, 3}));
+  nv.push_back(make_nv("server", ctx.limits().server_name));
+  nv.push_back(make_nv("date", core::http_date_now()));
+  head.for_each([&](const http::Header& h) { nv.push_back(make_nv(h.name, h.value)); });
   if (head.content_length >= 0 && !http::status_has_no_body(head.status)) {
     length_len = static_cast<size_t>(
         std::to_chars(length, length + sizeof length, head.content_length).ptr - length);
-    nv[n++] = make_nv("content-length", {length, length_len});
+    nv.push_back(make_nv("content-length", {length, length_len}));
   }
   nghttp2_data_provider provider;
   provider.source.ptr = &st;
   provider.read_callback = read_data;
   st.has_provider_ = !no_body;
-  if (nghttp2_submit_response(session_, st.id_, nv, n, no_body ? nullptr : &provider) != 0)
+  if (nghttp2_submit_response(session_, st.id_, nv.data(), nv.size(),
+                              no_body ? nullptr : &provider) != 0)
     reset_stream(st, NGHTTP2_INTERNAL_ERROR);
   want_write();
 }

@@ -10,7 +10,6 @@
 namespace portico::upstream {
 
 namespace {
-constexpr size_t kMaxResponseHeaderBytes = 65536;
 constexpr int kReadsPerWakeup = 4;
 } // namespace
 
@@ -25,7 +24,8 @@ void Http1Upstream::timer_cb(struct ev_loop*, ev_timer* w, int) {
 }
 
 Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
-    : pool_(pool), fd_(fd), parser_(*this, head_, arena_, kMaxResponseHeaderBytes) {
+    : pool_(pool), fd_(fd),
+      parser_(*this, head_, arena_, pool.cluster().max_response_header_bytes) {
   ev_io_init(&rev_, read_cb, fd_, EV_READ);
   rev_.data = this;
   ev_io_init(&wev_, write_cb, fd_, EV_WRITE);

@@ -277,14 +277,18 @@ void Http2Upstream::on_readable() {
 int Http2Upstream::on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* user) {
   auto* st = static_cast<Http2UpstreamStream*>(
       nghttp2_session_get_stream_user_data(self(user)->session_, f->hd.stream_id));
-  if (st && !st->head_delivered_)
-    st->head_.clear();
+  if (st) {
+    st->header_bytes_ = 0; // per header block: the head (each 1xx anew), then the trailers
+    if (!st->head_delivered_)
+      st->head_.clear();
+  }
   return 0;
 }
 
 int Http2Upstream::on_header(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name,
                              size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                             void*) {
+                             void* user) {
+  Http2Upstream* c = self(user);
   auto* st =
       static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
   if (!st || !st->client_)
@@ -293,6 +297,12 @@ int Http2Upstream::on_header(nghttp2_session* s, const nghttp2_frame* f, const u
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
   st->response_seen_ = true;
   st->touch();
+  // The same budget as an HTTP/1.1 head, counted as the same fields would take there
+  // ("name: value" and CRLF), for the head and the trailers each. Over it, the stream is
+  // reset and its request answered 502.
+  st->header_bytes_ += namelen + valuelen + 4;
+  if (st->header_bytes_ > c->pool_.cluster().max_response_header_bytes)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (st->head_delivered_) { // trailers: nghttp2 has checked they carry no pseudo-header
     st->trailers_.push_back({st->arena_.copy(n), st->arena_.copy(v)});
     return 0;

@@ -64,7 +64,8 @@ private:
   std::vector<http::Header> trailers_;
   ev_timer timer_;
   double last_activity_ = 0;
-  size_t unconsumed_ = 0; // response DATA held back from the window while paused
+  size_t unconsumed_ = 0;   // response DATA held back from the window while paused
+  size_t header_bytes_ = 0; // of the header block being received
   bool head_request_;
   bool first_;
   bool has_body_ = false;

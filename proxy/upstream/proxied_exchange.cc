@@ -123,20 +123,18 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   http::ResponseHead head;
   head.status = h.status;
   head.content_length = h.chunked ? -1 : h.content_length;
+  // As many fields as the upstream sent (its parser bounds them in bytes); views into its
+  // head, valid through send_head. One vector per thread: no allocation once warm.
+  thread_local std::vector<http::Header> fields;
+  fields.clear();
   for (const auto& f : h.headers) {
     // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
     if (is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
         f.name == "server")
       continue;
-    if (head.header_count == http::ResponseHead::kMaxHeaders) {
-      // Dropping fields silently would change the response's meaning.
-      up_->detach();
-      up_ = nullptr;
-      fail(502);
-      return;
-    }
-    head.add(f.name, f.value);
+    fields.push_back(f);
   }
+  head.more = fields;
   response_started_ = true;
   status_ = h.status;
   first_byte_ = ev_time() - phase_at_;

@@ -4,6 +4,7 @@
 - /drop          read the whole request, then close the connection without answering
 - /drop-once     the same the first time an x-id is seen; answer 200 after
 - /refuse-once   (h2c) RST_STREAM(REFUSED_STREAM) the first time an x-id is seen, unrecorded
+- /fields?n=N&size=S   200 with N extra fields x-field-I, each value S bytes
 - anything else  200 "ok", keep-alive
 
 Each runs in a thread of the test process on a loopback port it picks, stopped by stop()."""
@@ -11,6 +12,14 @@ import socket
 import threading
 
 import harness
+
+
+def extra_fields(path, query):
+    if path != "/fields":
+        return []
+    args = dict(p.split("=") for p in query.split("&"))
+    n, size = int(args["n"]), int(args.get("size", 8))
+    return [(f"x-field-{i}", f"{i:0{size}d}") for i in range(n)]
 
 
 class _Origin:
@@ -94,7 +103,9 @@ class Http1Origin(_Origin):
                 self._record(method, path, xid, len(body))
                 if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                     return  # the application took it and the connection died
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                fields = "".join(f"{n}: {v}\r\n" for n, v in extra_fields(path, query))
+                conn.sendall(f"HTTP/1.1 200 OK\r\n{fields}Content-Length: 3\r\n\r\nok\n"
+                             .encode())
         finally:
             f.close()
 
@@ -149,6 +160,7 @@ class H2cOrigin(_Origin):
                     if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                         return
                     h2conn.send_headers(ev.stream_id, [(":status", "200"),
-                                                       ("content-length", "3")])
+                                                       ("content-length", "3"),
+                                                       *extra_fields(path, query)])
                     h2conn.send_data(ev.stream_id, b"ok\n", end_stream=True)
             conn.sendall(h2conn.data_to_send())
