@@ -50,10 +50,11 @@ struct ClusterConfig {
   int max_connections = 0;  // per endpoint, whole proxy; 0 = unlimited
   double queue_timeout = 5; // seconds a request may wait for a connection
   double connect_timeout = 5;
-  double response_timeout = 60;             // to the first response byte (then idle between reads)
-  double idle_timeout = 0;                  // pooled idle connection retired after; 0 = learned/4 s
-  int max_idle_per_endpoint = 1024;         // per worker thread
-  bool retry_on_reset = true;               // one retry when no response byte came back (see below)
+  double send_timeout = 60;         // while the request goes up: longest time without progress
+  double response_timeout = 60;     // to the first response byte (then idle between reads)
+  double idle_timeout = 0;          // pooled idle connection retired after; 0 = learned/4 s
+  int max_idle_per_endpoint = 1024; // per worker thread
+  bool retry_on_reset = true;       // one retry when no response byte came back (see below)
   size_t max_response_header_bytes = 65536; // a response head (or trailer section), 502 above
   bool retry_non_idempotent = false;        // ...for POST/PATCH too (nginx: non_idempotent)
   double fail_timeout = 10; // an endpoint whose connect failed is passed over this long; 0 = never

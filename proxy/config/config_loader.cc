@@ -249,9 +249,9 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[cluster]]";
   r.only_keys(t,
               {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
-               "connect_timeout", "response_timeout", "idle_timeout", "max_idle_per_endpoint",
-               "retry_on_reset", "retry_non_idempotent", "max_response_header_bytes",
-               "fail_timeout", "h2_connections"},
+               "connect_timeout", "send_timeout", "response_timeout", "idle_timeout",
+               "max_idle_per_endpoint", "retry_on_reset", "retry_non_idempotent",
+               "max_response_header_bytes", "fail_timeout", "h2_connections"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -272,6 +272,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   r.get_number(t, "max_connections", cl.max_connections, cw, 0, 1e6);
   r.get_number(t, "queue_timeout", cl.queue_timeout, cw, 0, 86400);
   r.get_number(t, "connect_timeout", cl.connect_timeout, cw, 0.001, 86400);
+  r.get_number(t, "send_timeout", cl.send_timeout, cw, 0.001, 86400);
   r.get_number(t, "response_timeout", cl.response_timeout, cw, 0.001, 86400);
   r.get_number(t, "idle_timeout", cl.idle_timeout, cw, 0, 86400);
   r.get_number(t, "max_idle_per_endpoint", cl.max_idle_per_endpoint, cw, 0, 1e6);

@@ -58,7 +58,8 @@ void Http1Upstream::arm_timer(double seconds) {
 void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
   client_ = client;
   ++requests_;
-  request_complete_ = false;
+  request_complete_ = request_sent_ = false;
+  last_progress_ = ev_now(pool_.loop());
   response_seen_ = response_done_ = false;
   reading_paused_ = false;
   arena_.reset();
@@ -79,6 +80,7 @@ void Http1Upstream::send_head(const http::RequestHead& req, BodyFraming framing,
 }
 
 void Http1Upstream::send_body(std::string_view data) {
+  last_progress_ = ev_now(pool_.loop());
   if (framing_ == BodyFraming::CHUNKED)
     http::append_chunk(out_, data);
   else
@@ -130,6 +132,13 @@ void Http1Upstream::flush() {
     ev_io_stop(pool_.loop(), &wev_);
   else
     ev_io_start(pool_.loop(), &wev_);
+  last_progress_ = ev_now(pool_.loop());
+  if (request_complete_ && out_.empty() && !request_sent_) {
+    // All of it is with the upstream: from now on the wait is for its answer.
+    request_sent_ = true;
+    last_read_ = last_progress_;
+    arm_timer(pool_.cluster().response_timeout);
+  }
   if (was_high && out_.size() < 64 * 1024 && client_)
     client_->on_upstream_writable();
 }
@@ -234,10 +243,14 @@ void Http1Upstream::on_timer() {
   switch (state_) {
   case State::CONNECTING: fail(UpstreamError::CONNECT_TIMEOUT); return;
   case State::ACTIVE: {
-    // A paused read is the client's doing, not the upstream's.
-    double left = last_read_ + pool_.cluster().response_timeout - now;
+    // A paused read is the client's doing, not the upstream's. While the request is still
+    // going up, the limit is on its progress (either side may be slow); response_timeout
+    // starts once it has all been written.
+    const auto& c = pool_.cluster();
+    double left = request_sent_ ? last_read_ + c.response_timeout - now
+                                : std::max(last_progress_, last_read_) + c.send_timeout - now;
     if (reading_paused_ || left > 0.001) {
-      arm_timer(reading_paused_ ? pool_.cluster().response_timeout : left);
+      arm_timer(reading_paused_ ? c.response_timeout : left);
       return;
     }
     fail(UpstreamError::RESPONSE_TIMEOUT);

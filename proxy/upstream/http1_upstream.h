@@ -80,6 +80,7 @@ private:
   ev_io rev_, wev_;
   ev_timer timer_;
   double last_read_ = 0;
+  double last_progress_ = 0; // a request byte came from the client or left for the upstream
   double connect_started_ = 0;
   double connect_seconds_ = 0;
   core::Block* in_ = nullptr;
@@ -91,6 +92,7 @@ private:
   uint32_t requests_ = 0;
   BodyFraming framing_ = BodyFraming::NONE;
   bool request_complete_ = false; // the whole request is in the output
+  bool request_sent_ = false;     // ...and written: response_timeout runs from here
   bool reading_paused_ = false;
   bool response_seen_ = false; // any response byte for the current exchange
   bool response_done_ = false;

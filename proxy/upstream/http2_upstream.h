@@ -63,13 +63,14 @@ private:
   core::ByteQueue body_; // request body not yet framed
   std::vector<http::Header> trailers_;
   ev_timer timer_;
-  double last_activity_ = 0;
-  size_t unconsumed_ = 0;   // response DATA held back from the window while paused
-  size_t header_bytes_ = 0; // of the header block being received
+  double last_activity_ = 0; // a request or response byte moved on this stream
+  size_t unconsumed_ = 0;    // response DATA held back from the window while paused
+  size_t header_bytes_ = 0;  // of the header block being received
   bool head_request_;
   bool first_;
   bool has_body_ = false;
   bool request_ended_ = false;
+  bool request_sent_ = false; // framed whole: response_timeout runs from here
   bool body_deferred_ = false;
   bool head_delivered_ = false;
   bool response_seen_ = false;

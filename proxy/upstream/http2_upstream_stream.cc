@@ -78,6 +78,7 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
     nva.push_back(make_nv("content-length", {length, static_cast<size_t>(r.ptr - length)}));
   }
   has_body_ = framing != BodyFraming::NONE;
+  request_sent_ = !has_body_;
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = read_body;
@@ -98,6 +99,7 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
 void Http2UpstreamStream::send_body(std::string_view data) {
   if (id_ < 0 || !has_body_)
     return;
+  touch();
   body_.append(data);
   if (body_deferred_) {
     body_deferred_ = false;
@@ -125,6 +127,8 @@ ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* 
   bool was_high = st->body_.size() >= kBodyHigh;
   size_t n = st->body_.peek(reinterpret_cast<char*>(buf), len);
   st->body_.drain(n);
+  if (n > 0)
+    st->touch();
   if (was_high && st->body_.size() < kBodyHigh && st->client_)
     st->conn_.notify_writable_ = true;
   if (st->body_.empty()) {
@@ -135,6 +139,8 @@ ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* 
       return NGHTTP2_ERR_DEFERRED;
     }
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    st->request_sent_ = true;
+    st->touch(); // the wait for the answer starts now
     if (!st->trailers_.empty()) {
       std::vector<nghttp2_nv> nva;
       for (const auto& t : st->trailers_)
@@ -188,7 +194,9 @@ void Http2UpstreamStream::timer_cb(struct ev_loop*, ev_timer* w, int) {
 }
 
 void Http2UpstreamStream::on_timer() {
-  double limit = conn_.pool_.cluster().response_timeout;
+  // While the body is going up, the limit is on its progress; then on the answer.
+  const auto& cfg = conn_.pool_.cluster();
+  double limit = request_sent_ ? cfg.response_timeout : cfg.send_timeout;
   double left = last_activity_ + limit - ev_now(conn_.pool_.loop());
   if (paused_ || left > 0.001) {
     // A paused stream waits on the client, not on the upstream.
