@@ -1,6 +1,7 @@
 #pragma once
 // Portico's configuration, validated and immutable once loaded (config_loader.h makes it from
 // TOML). Every field has the default a user of nginx or nghttpx would expect.
+#include "core/cidr.h"
 #include "core/listen_address.h"
 
 #include <string>
@@ -76,6 +77,9 @@ struct ServerConfig {
   long long max_body_bytes = -1; // -1 = unlimited
   bool add_via = false;
   bool add_forwarded = true; // X-Forwarded-For/-Proto and Forwarded
+  // Clients whose X-Forwarded-For, X-Forwarded-Proto and Forwarded are kept (and appended to);
+  // from anyone else they are replaced. Empty: trust nobody (an edge proxy).
+  std::vector<core::Cidr> trusted_proxies;
   std::string request_id_header = "x-request-id";
   int h2_max_concurrent_streams = 1024;
 };

@@ -164,7 +164,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   const std::string w = "[server]";
   r.only_keys(t,
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
-               "max_body_bytes", "via", "forwarded", "request_id_header",
+               "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
                "h2_max_concurrent_streams"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
@@ -175,6 +175,19 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.get_number(t, "max_body_bytes", s.max_body_bytes, w, -1, 1e15);
   r.get_bool(t, "via", s.add_via, w);
   r.get_bool(t, "forwarded", s.add_forwarded, w);
+  std::vector<std::string> trusted = r.get_strings(t, "trusted_proxies", w);
+  for (size_t i = 0; i < trusted.size(); ++i) {
+    if (auto c = core::parse_cidr(trusted[i])) {
+      s.trusted_proxies.push_back(*c);
+      continue;
+    }
+    // Point at the entry itself when the value is an array.
+    const toml::node* n = t.get("trusted_proxies");
+    if (const toml::array* a = n->as_array(); a && i < a->size())
+      n = a->get(i);
+    r.error(n->source(),
+            w + ": trusted_proxies entry '" + trusted[i] + "' is not an address or ADDRESS/BITS");
+  }
   r.get_string(t, "request_id_header", s.request_id_header, w);
   r.get_number(t, "h2_max_concurrent_streams", s.h2_max_concurrent_streams, w, 1, 65536);
 }

@@ -73,9 +73,9 @@ void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
 }
 
 void Http1Upstream::send_head(const http::RequestHead& req, BodyFraming framing,
-                              std::string_view client_ip, const ForwardingOptions& fwd) {
+                              const ClientOrigin& client, const ForwardingOptions& fwd) {
   framing_ = framing;
-  write_upstream_request_head(out_, req, framing, client_ip, fwd);
+  write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
 }
 

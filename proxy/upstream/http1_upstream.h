@@ -36,7 +36,7 @@ public:
   // Starts an exchange for client. head_request: the response has no body.
   void attach(UpstreamClient* client, bool head_request);
   // UpstreamStream. detach: the connection cannot be trusted again; it closes.
-  void send_head(const http::RequestHead& req, BodyFraming framing, std::string_view client_ip,
+  void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
                  const ForwardingOptions& fwd) override;
   void send_body(std::string_view data) override;
   void end_request(std::span<const http::Header> trailers) override;

@@ -34,7 +34,7 @@ public:
   Http2UpstreamStream(Http2Upstream& conn, UpstreamClient* client, bool head_request, bool first);
   ~Http2UpstreamStream();
 
-  void send_head(const http::RequestHead& req, BodyFraming framing, std::string_view client_ip,
+  void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
                  const ForwardingOptions& fwd) override;
   void send_body(std::string_view data) override;
   void end_request(std::span<const http::Header> trailers) override;

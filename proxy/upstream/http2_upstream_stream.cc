@@ -55,7 +55,7 @@ double Http2UpstreamStream::connect_seconds() const {
 }
 
 void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming framing,
-                                    std::string_view client_ip, const ForwardingOptions& fwd) {
+                                    const ClientOrigin& client, const ForwardingOptions& fwd) {
   thread_local std::vector<nghttp2_nv> nva;
   nva.clear();
   nva.push_back(make_nv(":method", req.method));
@@ -71,7 +71,7 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
   nva.push_back(make_nv(":authority", authority));
   nva.push_back(make_nv(":path", req.target));
   Http2Fields fields{nva, arena_};
-  for_each_upstream_field(req, client_ip, fwd, fields);
+  for_each_upstream_field(req, client, fwd, fields);
   char length[24];
   if (framing == BodyFraming::CONTENT_LENGTH) {
     auto r = std::to_chars(length, length + sizeof length, req.content_length);

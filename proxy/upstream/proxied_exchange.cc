@@ -3,6 +3,7 @@
 #include "http/http1_writer.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream.h"
+#include "upstream/request_fields.h"
 #include "upstream/retry_policy.h"
 
 #include <algorithm>
@@ -46,6 +47,8 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
       log_(log) {
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
+  client_origin_ = {ex.client_address(), ex.over_tls(),
+                    core::in_any(fwd.trusted_proxies, ex.client_address())};
   framing_ = body_framing(ex.request(),
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
 }
@@ -57,7 +60,7 @@ void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
   connect_ = 0;
   cluster_.metrics().queue_wait.observe(queue_);
   phase_at_ = now;
-  up.send_head(ex_.request(), framing_, ex_.client_address(), fwd_);
+  up.send_head(ex_.request(), framing_, client_origin_, fwd_);
   // The body so far, all of it: what arrived while queued (up to a client's flow-control
   // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
   // Sent without draining while it may be needed once more.
@@ -127,10 +130,14 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   // head, valid through send_head. One vector per thread: no allocation once warm.
   thread_local std::vector<http::Header> fields;
   fields.clear();
+  bool has_connection = false;
+  for (const auto& f : h.headers)
+    has_connection |= f.name == "connection";
   for (const auto& f : h.headers) {
     // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
+    // Fields the upstream's Connection names are for this hop only (RFC 9110 7.6.1).
     if (is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
-        f.name == "server")
+        f.name == "server" || (has_connection && named_in_connection(h.headers, f.name)))
       continue;
     fields.push_back(f);
   }

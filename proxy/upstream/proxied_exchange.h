@@ -72,6 +72,7 @@ private:
   UpstreamPool* pool_ = nullptr;
   UpstreamStream* up_ = nullptr;
   BodyFraming framing_ = BodyFraming::NONE;
+  ClientOrigin client_origin_;
   core::ByteQueue replay_;                      // request body so far, while it may still be resent
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk

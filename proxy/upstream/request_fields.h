@@ -14,28 +14,36 @@ namespace portico::upstream {
 
 // 16 random hex digits into buf.
 std::string_view new_request_id(char* buf);
-// Whether the request's Connection field lists name (so that field is hop-by-hop too).
-bool named_in_connection(const http::RequestHead& req, std::string_view name);
+// Whether a Connection field among fields lists name (so that field is hop-by-hop too), in a
+// request or a response.
+bool named_in_connection(std::span<const http::Header> fields, std::string_view name);
 
 template <typename Emitter>
-void for_each_upstream_field(const http::RequestHead& req, std::string_view client_ip,
+void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& client,
                              const ForwardingOptions& opts, Emitter& e) {
   bool has_connection = req.find("connection") != nullptr;
-  std::string_view xff, request_id;
+  // The forwarding fields a trusted proxy sent; from anyone else they are dropped, since a
+  // client could claim any address or https.
+  std::string_view xff, xfp, forwarded, request_id;
   [[maybe_unused]] bool cookie_written = false;
   for (const auto& h : req.headers) {
     // Expect is answered by the proxy itself (100 Continue) before the body is read.
     if (is_hop_by_hop(h.name) || h.name == "host" || h.name == "content-length" ||
         h.name == "expect")
       continue;
-    if (has_connection && named_in_connection(req, h.name))
+    if (has_connection && named_in_connection(req.headers, h.name))
       continue;
-    if (h.name == "x-forwarded-for" && opts.add_forwarded) {
-      xff = h.value; // re-emitted below with the client appended
-      continue;
+    if (opts.add_forwarded) {
+      std::string_view* kept = h.name == "x-forwarded-for"     ? &xff
+                               : h.name == "x-forwarded-proto" ? &xfp
+                               : h.name == "forwarded"         ? &forwarded
+                                                               : nullptr;
+      if (kept) {
+        if (client.trusted)
+          *kept = h.value; // re-emitted below, with this hop appended
+        continue;
+      }
     }
-    if (h.name == "x-forwarded-proto" && opts.add_forwarded)
-      continue;
     if (h.name == opts.request_id_header)
       request_id = h.value;
     if constexpr (Emitter::kJoinCookies) {
@@ -50,16 +58,22 @@ void for_each_upstream_field(const http::RequestHead& req, std::string_view clie
     e.field(h.name, h.value);
   }
   if (opts.add_forwarded) {
+    // The scheme is the connection's, not the request's: a cleartext request that says
+    // https (absolute form, :scheme) was still cleartext.
+    std::string_view proto = client.tls ? "https" : "http";
+    std::string_view ip = client.address;
     if (xff.empty())
-      e.field("x-forwarded-for", client_ip);
+      e.field("x-forwarded-for", ip);
     else
-      e.field_join("x-forwarded-for", {xff, ", ", client_ip});
-    e.field("x-forwarded-proto", req.scheme);
-    bool v6 = client_ip.find(':') != std::string_view::npos;
+      e.field_join("x-forwarded-for", {xff, ", ", ip});
+    // A trusted proxy in front knows the original scheme; this hop's is the one it used.
+    e.field("x-forwarded-proto", xfp.empty() ? proto : xfp);
+    bool v6 = ip.find(':') != std::string_view::npos;
     std::string_view host_open = req.authority.empty() ? "" : ";host=\"";
     std::string_view host_close = req.authority.empty() ? "" : "\"";
-    e.field_join("forwarded", {"for=", v6 ? "\"[" : "", client_ip, v6 ? "]\"" : "",
-                               ";proto=", req.scheme, host_open, req.authority, host_close});
+    e.field_join("forwarded",
+                 {forwarded, forwarded.empty() ? "" : ", ", "for=", v6 ? "\"[" : "", ip,
+                  v6 ? "]\"" : "", ";proto=", proto, host_open, req.authority, host_close});
   }
   if (!opts.request_id_header.empty() && request_id.empty()) {
     char buf[16];

@@ -26,8 +26,8 @@ std::string_view new_request_id(char* buf) {
   return {buf, 16};
 }
 
-bool named_in_connection(const http::RequestHead& req, std::string_view name) {
-  for (const auto& h : req.headers)
+bool named_in_connection(std::span<const http::Header> fields, std::string_view name) {
+  for (const auto& h : fields)
     if (h.name == "connection" && http::list_contains(h.value, name))
       return true;
   return false;
@@ -84,7 +84,7 @@ struct Http1Fields {
 } // namespace
 
 void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& req,
-                                 BodyFraming framing, std::string_view client_ip,
+                                 BodyFraming framing, const ClientOrigin& client,
                                  const ForwardingOptions& opts) {
   out.append(req.method);
   out.append(" ");
@@ -93,7 +93,7 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
   out.append(req.authority);
   out.append("\r\n");
   Http1Fields fields{out};
-  for_each_upstream_field(req, client_ip, opts, fields);
+  for_each_upstream_field(req, client, opts, fields);
   if (framing == BodyFraming::CONTENT_LENGTH) {
     out.append("content-length: ");
     http::append_decimal(out, static_cast<uint64_t>(req.content_length));

@@ -3,14 +3,27 @@
 // fields dropped, Host from :authority, HTTP/2 cookie crumbs joined, X-Forwarded-For,
 // X-Forwarded-Proto, Forwarded and a request id added, and the body's framing chosen.
 #include "core/byte_queue.h"
+#include "core/cidr.h"
 #include "http/request_head.h"
+
+#include <span>
 
 namespace portico::upstream {
 
 struct ForwardingOptions {
   bool add_forwarded = true;
+  std::span<const core::Cidr> trusted_proxies; // [server] trusted_proxies
   bool add_via = false;
   std::string_view request_id_header = "x-request-id";
+};
+
+// Who sent the request, as far as the proxy knows it itself (never from the request's own
+// claims): the peer's address, whether the connection is TLS, and whether that peer is a
+// trusted proxy whose forwarding fields are kept.
+struct ClientOrigin {
+  std::string_view address;
+  bool tls = false;
+  bool trusted = false;
 };
 
 enum class BodyFraming { NONE, CONTENT_LENGTH, CHUNKED };
@@ -20,7 +33,7 @@ enum class BodyFraming { NONE, CONTENT_LENGTH, CHUNKED };
 BodyFraming body_framing(const http::RequestHead& req, bool body_follows);
 
 void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& req,
-                                 BodyFraming framing, std::string_view client_ip,
+                                 BodyFraming framing, const ClientOrigin& client,
                                  const ForwardingOptions& opts);
 
 // Hop-by-hop fields (RFC 9110 7.6.1) never forwarded in either direction.

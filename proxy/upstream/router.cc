@@ -20,6 +20,7 @@ Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> 
                const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs)
     : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics), access_logs_(access_logs) {
   fwd_.add_forwarded = cfg.server.add_forwarded;
+  fwd_.trusted_proxies = cfg.server.trusted_proxies;
   fwd_.add_via = cfg.server.add_via;
   fwd_.request_id_header = cfg.server.request_id_header;
 }

@@ -17,7 +17,7 @@ class UpstreamStream {
 public:
   // The request head, with the forwarding fields added; framing says how a body follows.
   virtual void send_head(const http::RequestHead& req, BodyFraming framing,
-                         std::string_view client_ip, const ForwardingOptions& fwd) = 0;
+                         const ClientOrigin& client, const ForwardingOptions& fwd) = 0;
   // Request body bytes, in order (copied; the view need not outlive the call).
   virtual void send_body(std::string_view data) = 0;
   // The request is complete, with these trailers (for a chunked or HTTP/2 body).

@@ -5,6 +5,7 @@
 - /drop-once     the same the first time an x-id is seen; answer 200 after
 - /refuse-once   (h2c) RST_STREAM(REFUSED_STREAM) the first time an x-id is seen, unrecorded
 - /fields?n=N&size=S   200 with N extra fields x-field-I, each value S bytes
+- /hop-fields    (HTTP/1.1) 200 with "Connection: x-hop" and the fields x-hop and x-kept
 - anything else  200 "ok", keep-alive
 
 Each runs in a thread of the test process on a loopback port it picks, stopped by stop()."""
@@ -15,6 +16,8 @@ import harness
 
 
 def extra_fields(path, query):
+    if path == "/hop-fields":
+        return [("connection", "x-hop"), ("x-hop", "secret"), ("x-kept", "yes")]
     if path != "/fields":
         return []
     args = dict(p.split("=") for p in query.split("&"))

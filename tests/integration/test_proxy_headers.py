@@ -104,7 +104,9 @@ class ProxyHeaders(unittest.TestCase):
         self.assertNotIn("keep-alive", f)
         self.assertNotIn("connection", f)
         self.assertEqual(f["x-kept"], ["yes"])
-        self.assertEqual(f["x-forwarded-for"], ["192.0.2.9, 127.0.0.1"])
+        # Trusting nobody by default, the client's own X-Forwarded-For is replaced (appended
+        # to only from trusted_proxies: test_proxy_forwarded).
+        self.assertEqual(f["x-forwarded-for"], ["127.0.0.1"])
         self.assertEqual(f["x-forwarded-proto"], ["http"])
         self.assertEqual(f["forwarded"],
                          [f'for=127.0.0.1;proto=http;host="127.0.0.1:{self.proxy.port}"'])

@@ -28,7 +28,7 @@ TEST(RequestWriter, Http2ToHttp1) {
   core::ByteQueue q;
   ForwardingOptions opts;
   auto r = h2_get();
-  write_upstream_request_head(q, r, body_framing(r, false), "192.0.2.7", opts);
+  write_upstream_request_head(q, r, body_framing(r, false), {"192.0.2.7", true}, opts);
   std::string s = drain(q);
   EXPECT_TRUE(s.starts_with("GET /a?b=1 HTTP/1.1\r\nhost: example.com\r\n")) << s;
   EXPECT_NE(s.find("cookie: a=1; b=2\r\n"), std::string::npos) << s;
@@ -58,7 +58,8 @@ TEST(RequestWriter, HopByHopAndConnectionNamedFieldsDropped) {
       {"x-forwarded-for", "10.0.0.1"},        {"x-request-id", "abc"}, {"expect", "100-continue"}};
   ForwardingOptions opts;
   opts.add_via = true;
-  write_upstream_request_head(q, r, body_framing(r, false), "::1", opts);
+  // From a trusted proxy: its X-Forwarded-For is kept and appended to.
+  write_upstream_request_head(q, r, body_framing(r, false), {"::1", false, true}, opts);
   std::string s = drain(q);
   for (const char* gone : {"connection:", "x-secret", "keep-alive:", "upgrade:", "expect:"})
     EXPECT_EQ(s.find(gone), std::string::npos) << gone << "\n" << s;
@@ -69,6 +70,36 @@ TEST(RequestWriter, HopByHopAndConnectionNamedFieldsDropped) {
   EXPECT_EQ(s.find("x-request-id: abc\r\nx-request-id"), std::string::npos);
   EXPECT_NE(s.find("via: 1.1 portico\r\n"), std::string::npos);
   EXPECT_NE(s.find("transfer-encoding: chunked\r\n"), std::string::npos);
+}
+
+TEST(RequestWriter, ForwardingFieldsFromTheConnectionNotTheClientsClaims) {
+  http::RequestHead r;
+  r.method = "GET";
+  r.scheme = "https"; // an absolute-form https:// target, sent in cleartext
+  r.authority = "h";
+  r.target = "/";
+  r.version = http::Version::HTTP_1_1;
+  r.headers = {{"x-forwarded-for", "6.6.6.6"},
+               {"x-forwarded-proto", "https"},
+               {"forwarded", "for=6.6.6.6;proto=https"}};
+  ForwardingOptions opts;
+  core::ByteQueue q;
+  write_upstream_request_head(q, r, body_framing(r, false), {"192.0.2.7", false, false}, opts);
+  std::string s = drain(q);
+  EXPECT_EQ(s.find("6.6.6.6"), std::string::npos) << s;
+  EXPECT_EQ(s.find("https"), std::string::npos) << s;
+  EXPECT_NE(s.find("x-forwarded-for: 192.0.2.7\r\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("x-forwarded-proto: http\r\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("forwarded: for=192.0.2.7;proto=http;host=\"h\"\r\n"), std::string::npos) << s;
+
+  // The same from a trusted proxy in front: its fields are kept, this hop appended.
+  write_upstream_request_head(q, r, body_framing(r, false), {"192.0.2.7", false, true}, opts);
+  s = drain(q);
+  EXPECT_NE(s.find("x-forwarded-for: 6.6.6.6, 192.0.2.7\r\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("x-forwarded-proto: https\r\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("forwarded: for=6.6.6.6;proto=https, for=192.0.2.7;proto=http;host=\"h\"\r\n"),
+            std::string::npos)
+      << s;
 }
 
 TEST(RequestWriter, Framing) {
