@@ -318,8 +318,8 @@ int Http1ResponseParser::check_framing(bool no_body) {
     // frame nothing, so any transfer coding is fine. But a 204 that announces a body breaks a
     // MUST NOT (RFC 9110 8.6, RFC 9112 6.1), and its backend may send that body next, where
     // the next response would be read: the connection is not reused.
-    bool body_announced = h.status == 204 && (te_fields > 0 || h.content_length > 0);
-    h.keep_alive = persists && !body_announced;
+    h.body_announced = te_fields > 0 || h.content_length > 0;
+    h.keep_alive = persists && !(h.status == 204 && h.body_announced);
     return 0;
   }
   // A response whose final coding is not chunked is read until the connection closes (RFC 9112

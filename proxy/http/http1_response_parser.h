@@ -27,6 +27,7 @@ struct UpstreamResponseHead {
   int64_t content_length = -1;
   bool chunked = false;
   bool keep_alive = true;       // the upstream connection may be reused after this response
+  bool body_announced = false;  // a bodiless response (HEAD, 204, 304) states a body length
   double keepalive_timeout = 0; // from "Keep-Alive: timeout=N", 0 when absent
 
   void clear() {
@@ -36,6 +37,7 @@ struct UpstreamResponseHead {
     content_length = -1;
     chunked = false;
     keep_alive = true;
+    body_announced = false;
     keepalive_timeout = 0;
   }
 };

@@ -182,6 +182,12 @@ void Http1Upstream::resume_reading() {
     on_readable();
 }
 
+bool Http1Upstream::quiet() const {
+  char c;
+  ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 void Http1Upstream::on_readable() {
   if (state_ == State::IDLE) {
     // An idle connection has nothing to say: EOF or stray bytes both end it.
@@ -283,8 +289,11 @@ void Http1Upstream::on_response_end() {
 void Http1Upstream::finish_exchange() {
   UpstreamClient* c = client_;
   client_ = nullptr;
-  // Reusable only when both directions ended cleanly and nothing extra arrived.
-  bool reusable = head_.keep_alive && request_complete_ && out_.empty() &&
+  // Reusable only when both directions ended cleanly and nothing extra arrived. A bodiless
+  // answer (HEAD, 304) that states a body length is where an application that gets it wrong
+  // sends that body anyway, in a later write where the next request's response would be
+  // read: its framing is in doubt, and a new connection costs less than a wrong answer.
+  bool reusable = head_.keep_alive && !head_.body_announced && request_complete_ && out_.empty() &&
                   (!in_ || in_->readable() == 0) && state_ == State::ACTIVE;
   if (reusable && in_) {
     // An idle pooled connection holds no input block; the next response gets one.

@@ -49,6 +49,9 @@ public:
 
   void want_flush();
   void close();
+  // Nothing waits to be read: no stray byte, no EOF. Checked before every reuse, so that bytes
+  // an upstream sent late are never read as the next request's response.
+  bool quiet() const;
 
   // Pool bookkeeping.
   Http1Upstream* idle_next = nullptr;

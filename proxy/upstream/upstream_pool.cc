@@ -62,9 +62,15 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
     acquire_h2(client);
     return;
   }
-  if (!fresh && idle_head_) {
+  while (!fresh && idle_head_) {
     Http1Upstream* u = idle_head_;
     unlink_idle(u);
+    if (!u->quiet()) {
+      // The upstream closed it or sent something since it went idle, in this very loop
+      // iteration (the idle watcher has not run yet): not this request's connection.
+      u->close();
+      continue;
+    }
     ++reuses_;
     u->attach(client, client->is_head_request());
     client->on_upstream_ready(*u);
@@ -184,7 +190,9 @@ void UpstreamPool::cancel(UpstreamClient* client) {
 }
 
 void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hint) {
-  if (!reusable) {
+  // Bytes after the response's end, or its close, may already be here: checked before the
+  // connection goes to a waiting request or back to the pool.
+  if (!reusable || !u->quiet()) {
     u->close();
     return;
   }

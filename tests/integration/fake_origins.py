@@ -6,11 +6,14 @@
 - /refuse-once   (h2c) RST_STREAM(REFUSED_STREAM) the first time an x-id is seen, unrecorded
 - /fields?n=N&size=S   200 with N extra fields x-field-I, each value S bytes
 - /hop-fields    (HTTP/1.1) 200 with "Connection: x-hop" and the fields x-hop and x-kept
+- /late-body     (HTTP/1.1) once self.go is set: a bodiless answer (HEAD, or 304 for GET) that
+                 announces Content-Length: 4, then 50 ms later a whole forged response, "EVIL"
 - anything else  200 "ok", keep-alive
 
 Each runs in a thread of the test process on a loopback port it picks, stopped by stop()."""
 import socket
 import threading
+import time
 
 import harness
 
@@ -33,6 +36,7 @@ class _Origin:
         self.applied = []  # (method, path, x-id, body length) in arrival order
         self.connections = 0
         self.seen = set()
+        self.go = threading.Event()
         self.stopping = False
         self.threads = []
         t = threading.Thread(target=self._accept, daemon=True)
@@ -106,6 +110,13 @@ class Http1Origin(_Origin):
                 self._record(method, path, xid, len(body))
                 if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                     return  # the application took it and the connection died
+                if path == "/late-body":
+                    self.go.wait(30)
+                    status = "200 OK" if method == "HEAD" else "304 Not Modified"
+                    conn.sendall(f"HTTP/1.1 {status}\r\nContent-Length: 4\r\n\r\n".encode())
+                    time.sleep(0.05)  # the misbehaviour's shape: the body in a later write
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL\n")
+                    continue
                 fields = "".join(f"{n}: {v}\r\n" for n, v in extra_fields(path, query))
                 conn.sendall(f"HTTP/1.1 200 OK\r\n{fields}Content-Length: 3\r\n\r\nok\n"
                              .encode())
