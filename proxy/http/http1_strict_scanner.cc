@@ -44,6 +44,19 @@ constexpr ByteClass kTarget = [] {
 
 constexpr std::string_view kHttpSlash = "HTTP/";
 
+} // namespace
+
+bool is_valid_request_target(std::string_view target) {
+  if (target.empty())
+    return false;
+  for (unsigned char c : target)
+    if (!kTarget[c])
+      return false;
+  return true;
+}
+
+namespace {
+
 // Bounds a chunk size far above any real body, and far below overflow in llhttp or here.
 constexpr uint64_t kMaxChunkSize = uint64_t{1} << 60;
 

@@ -16,8 +16,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace portico::http {
+
+// A request target (an HTTP/2 :path too) this proxy passes on: visible ASCII, no "#", as the
+// HTTP/1 request line requires, so that no upstream reads a different path than the proxy did.
+bool is_valid_request_target(std::string_view target);
 
 class Http1StrictScanner {
 public:

@@ -2,6 +2,7 @@
 
 #include "core/http_date.h"
 #include "core/small_allocator.h"
+#include "http/http1_strict_scanner.h"
 #include "http/nghttp2_nv.h"
 #include "server/client_connection.h"
 #include "server/http2_stream.h"
@@ -304,6 +305,12 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
     st.respond(431, "text/plain", "Request Header Fields Too Large\n");
     return;
   }
+  // What an HTTP/1 request line may not carry (a fragment, raw UTF-8, controls) is refused
+  // here too: the upstream must not read a different path than the router did.
+  if (!r.target.empty() && !http::is_valid_request_target(r.target)) {
+    st.respond(400, "text/plain", "Bad Request\n");
+    return;
+  }
   ctx.handler().on_request(st);
 }
 
@@ -340,11 +347,14 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
   auto* me = self(ud);
   if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
     // Trailers (nghttp2 has refused pseudo-fields and invalid ones): kept for the listener.
+    // Over the limit the request cannot be passed on whole: the stream is reset, never sent
+    // on without its trailers (they may carry a checksum or a status).
     st->header_bytes_ += namelen + valuelen + 32;
-    if (st->header_bytes_ <= me->conn_.context().limits().parser.max_header_bytes)
-      st->request_trailers_.push_back(
-          {st->arena_.copy({reinterpret_cast<const char*>(name), namelen}),
-           st->arena_.copy({reinterpret_cast<const char*>(value), valuelen})});
+    if (st->header_bytes_ > me->conn_.context().limits().parser.max_header_bytes)
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    st->request_trailers_.push_back(
+        {st->arena_.copy({reinterpret_cast<const char*>(name), namelen}),
+         st->arena_.copy({reinterpret_cast<const char*>(value), valuelen})});
     return 0;
   }
   if (f->headers.cat != NGHTTP2_HCAT_REQUEST)
@@ -466,8 +476,11 @@ ssize_t Http2ServerSession::read_data(nghttp2_session* s, int32_t id, uint8_t*, 
       nv.reserve(st->response_trailers_.size());
       for (const auto& t : st->response_trailers_)
         nv.push_back(make_nv(t.name, t.value));
-      nghttp2_submit_trailer(s, id, nv.data(), nv.size());
       st->response_trailers_.clear();
+      // Ending the stream without them would pass a response whose trailers (a gRPC status,
+      // a checksum) were lost for a whole one: reset it instead.
+      if (nghttp2_submit_trailer(s, id, nv.data(), nv.size()) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
   }
   return static_cast<ssize_t>(n);

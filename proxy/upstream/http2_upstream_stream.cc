@@ -145,8 +145,10 @@ ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* 
       std::vector<nghttp2_nv> nva;
       for (const auto& t : st->trailers_)
         nva.push_back(make_nv(t.name, t.value));
-      if (nghttp2_submit_trailer(s, id, nva.data(), nva.size()) == 0)
-        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      // Without its trailers the request would arrive changed: reset rather than end it.
+      if (nghttp2_submit_trailer(s, id, nva.data(), nva.size()) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     }
   }
   return static_cast<ssize_t>(n);

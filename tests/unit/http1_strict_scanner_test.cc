@@ -140,3 +140,19 @@ TEST(Http1StrictScanner, ChunkDataBytesAreNotInspected) {
 
 } // namespace
 } // namespace portico::http
+
+namespace portico::http {
+namespace {
+
+TEST(RequestTarget, VisibleAsciiWithoutFragment) {
+  EXPECT_TRUE(is_valid_request_target("/a/b?c=d%23e"));
+  EXPECT_TRUE(is_valid_request_target("*"));
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("/a#b"), std::string_view("/a b"),
+        std::string_view("/a\tb"), std::string_view("/caf\xc3\xa9"), std::string_view("/a\x7f"),
+        std::string_view("/a\0b", 4)})
+    EXPECT_FALSE(is_valid_request_target(bad)) << bad;
+}
+
+} // namespace
+} // namespace portico::http
