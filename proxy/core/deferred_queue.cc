@@ -9,9 +9,11 @@ DeferredQueue::DeferredQueue(struct ev_loop* loop) : loop_(loop) {
   prepare_.data = this;
   ev_prepare_start(loop_, &prepare_);
   ev_unref(loop_); // pending work alone does not keep the loop running
+  ev_idle_init(&idle_, idle_cb);
 }
 
 DeferredQueue::~DeferredQueue() {
+  ev_idle_stop(loop_, &idle_);
   ev_ref(loop_);
   ev_prepare_stop(loop_, &prepare_);
 }
@@ -51,6 +53,12 @@ void DeferredQueue::run() {
     }
     running_.clear();
   }
+  // Work queued in the last round has no watcher to bring the loop back: keep it from
+  // sleeping until that work is done.
+  if (items_.empty())
+    ev_idle_stop(loop_, &idle_);
+  else
+    ev_idle_start(loop_, &idle_);
 }
 
 } // namespace portico::core

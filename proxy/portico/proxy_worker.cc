@@ -37,7 +37,8 @@ ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
             : std::make_unique<metrics::AccessLog>(loop_, access_log_fds[i],
                                                    cfg.listeners[i].access_log_format == "json"));
   router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters), *metrics_, access_logs_);
-  ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg));
+  // The worker's one deferral queue serves its client and upstream connections alike.
+  ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg), *deferred_);
   ev_async_init(&async_, async_cb);
   async_.data = this;
   ev_async_start(loop_, &async_);

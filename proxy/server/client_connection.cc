@@ -386,10 +386,11 @@ void ClientConnection::on_timer() {
     close_now();
 }
 
-bool ClientConnection::run_deferred() {
-  dirty_ = false;
-  if (close_state_ == CloseState::CLOSED)
-    return false;
+void ClientConnection::run_deferred() {
+  if (close_state_ == CloseState::CLOSED) {
+    ctx_.destroy(this);
+    return;
+  }
   if (input_pending_)
     process_input();
   flush();
@@ -401,7 +402,8 @@ bool ClientConnection::run_deferred() {
         on_readable();
     }
   }
-  return close_state_ != CloseState::CLOSED;
+  if (close_state_ == CloseState::CLOSED)
+    ctx_.destroy(this);
 }
 
 } // namespace portico::server

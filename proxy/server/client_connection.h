@@ -4,6 +4,7 @@
 // iteration. Closing is deferred to the context, never done inside a callback.
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
+#include "core/deferred_queue.h"
 #include "server/server_session.h"
 
 #include <ev.h>
@@ -20,13 +21,13 @@ namespace portico::server {
 class ServerContext;
 struct UpgradeToH2;
 
-class ClientConnection {
+class ClientConnection final : public core::Deferred {
 public:
   // tls: the listener's OpenSSL context, or null for cleartext.
   ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer,
                    uint16_t listener);
   uint16_t listener() const { return listener_; }
-  ~ClientConnection();
+  ~ClientConnection() override;
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
 
@@ -61,8 +62,9 @@ public:
   // Marks activity for the idle timer (a response completed).
   void touch() { last_activity_ = ev_now(loop()); }
 
-  // For the context: run deferred work, write output; false once the connection is finished.
-  bool run_deferred();
+  // From the loop's deferral queue: parse deferred input, write output, or, once closed, have
+  // the context destroy this.
+  void run_deferred() override;
   size_t index = 0; // position in the context's list
 
 private:
@@ -113,7 +115,6 @@ private:
   bool linger_ = false;
   bool reading_paused_ = false;
   bool input_pending_ = false;
-  bool dirty_ = false;
   bool eof_ = false;
   friend class ServerContext;
 };

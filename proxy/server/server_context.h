@@ -1,15 +1,17 @@
 #pragma once
 // Everything one worker thread's server side shares: its loop, its handler, its limits, and
-// the connections it owns. Connections mark themselves dirty; once per loop iteration (an
-// ev_prepare, after every callback has run) the context parses deferred input, flushes output
-// with one writev per connection, and destroys closed connections, so no object is ever
-// deleted inside its own callback.
+// the connections it owns. Connections queue themselves on the loop's one DeferredQueue; once
+// per loop iteration (after every callback has run) each parses deferred input, flushes its
+// output with one writev, or is destroyed when closed, so no object is ever deleted inside its
+// own callback.
 #include "core/counter.h"
+#include "core/deferred_queue.h"
 #include "http/http1_request_parser.h"
 #include "server/exchange.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <openssl/ssl.h>
 #include <string>
 #include <sys/socket.h>
@@ -46,6 +48,10 @@ struct ServerStats {
 
 class ServerContext {
 public:
+  // deferred: the loop's one deferral queue, shared with whatever else runs on the loop (a
+  // proxy worker's upstreams). Without one the context makes its own (the loop has no other).
+  ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits,
+                core::DeferredQueue& deferred);
   ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits);
   ~ServerContext();
   ServerContext(const ServerContext&) = delete;
@@ -62,8 +68,10 @@ public:
   // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.
   void adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener = 0);
+  core::DeferredQueue& deferred() { return *deferred_; }
   void mark_dirty(ClientConnection* c);
-  void remove(ClientConnection* c);
+  // A closed connection, from its deferred run: removed and destroyed.
+  void destroy(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }
 
   // Graceful stop: busy connections close after their current exchanges, with "Connection:
@@ -76,20 +84,15 @@ public:
   void close_all();
 
 private:
-  static void prepare_cb(struct ev_loop* loop, ev_prepare* w, int revents);
-  static void idle_cb(struct ev_loop* loop, ev_idle* w, int revents) {}
-  void run_deferred();
   void check_drained();
 
   struct ev_loop* loop_;
   RequestHandler& handler_;
   ServerLimits limits_;
   ServerStats stats_;
-  ev_prepare prepare_;
-  ev_idle idle_; // active while deferred work is left over: the loop must not block on it
+  std::unique_ptr<core::DeferredQueue> own_deferred_; // when the loop had none
+  core::DeferredQueue* deferred_;
   std::vector<ClientConnection*> connections_; // index kept in each connection
-  std::vector<ClientConnection*> dirty_;
-  std::vector<ClientConnection*> dirty_scratch_;
   bool draining_ = false;
   std::function<void()> on_drained_;
 };
