@@ -195,6 +195,8 @@ void Http1Upstream::on_readable() {
     ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       return;
+    if (n == 0) // the upstream's own idle timeout, most likely: the pool learns it
+      pool_.note_idle_closed(ev_now(pool_.loop()) - idle_since);
     close();
     return;
   }

@@ -57,6 +57,7 @@ public:
   Http1Upstream* idle_next = nullptr;
   Http1Upstream* idle_prev = nullptr;
   double idle_until = 0;
+  double idle_since = 0;
 
 private:
   static void read_cb(struct ev_loop* loop, ev_io* w, int revents);

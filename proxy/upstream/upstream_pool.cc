@@ -15,6 +15,12 @@ namespace {
 constexpr double kDefaultIdle = 4.0;
 // Retire this much before an advertised keep-alive timeout: the close must not race the reuse.
 constexpr double kIdleMargin = 0.5;
+// A learned idle timeout is used at this fraction: the upstream's clock and ours drift, and its
+// close takes a while to arrive.
+constexpr double kLearnedFraction = 0.75;
+// A close sooner than this after going idle is not an idle timeout (a worker retiring, a
+// restart) and teaches nothing.
+constexpr double kMinLearnedIdle = 0.2;
 } // namespace
 
 const char* to_string(UpstreamError e) {
@@ -204,15 +210,34 @@ void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hin
     c->on_upstream_ready(*u);
     return;
   }
-  double idle = cluster_.idle_timeout > 0 ? cluster_.idle_timeout : kDefaultIdle;
-  if (keepalive_hint > 0)
-    idle = std::min(idle, std::max(0.1, keepalive_hint - kIdleMargin));
-  u->idle_until = ev_now(loop_) + idle;
+  u->idle_since = ev_now(loop_);
+  u->idle_until = u->idle_since + retire_after(keepalive_hint);
   if (idle_count_ >= static_cast<size_t>(cluster_.max_idle_per_endpoint)) {
     u->close();
     return;
   }
   push_idle(u);
+}
+
+double UpstreamPool::retire_after(double keepalive_hint) const {
+  double idle = cluster_.idle_timeout > 0 ? cluster_.idle_timeout : kDefaultIdle;
+  if (keepalive_hint > 0)
+    idle = std::min(idle, std::max(0.1, keepalive_hint - kIdleMargin));
+  if (learned_idle_ > 0)
+    idle = std::min(idle, std::max(0.1, learned_idle_ * kLearnedFraction));
+  return idle;
+}
+
+void UpstreamPool::note_idle_closed(double idle_seconds) {
+  if (idle_seconds < kMinLearnedIdle || (learned_idle_ > 0 && idle_seconds >= learned_idle_))
+    return;
+  learned_idle_ = idle_seconds;
+  // The connections idle now go by it too.
+  double limit = std::max(0.1, learned_idle_ * kLearnedFraction);
+  for (Http1Upstream* u = idle_head_; u; u = u->idle_next)
+    u->idle_until = std::min(u->idle_until, u->idle_since + limit);
+  ev_timer_stop(loop_, &idle_timer_);
+  arm_idle_timer();
 }
 
 void UpstreamPool::on_closed(Http1Upstream* u) {

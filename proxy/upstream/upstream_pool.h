@@ -67,6 +67,11 @@ public:
   size_t waiting() const { return waiting_; }
   size_t load() const { return (h2_ ? h2_streams_ : busy()) + waiting_; }
 
+  // An idle connection was closed by the upstream after this many seconds idle: retire the
+  // others before that from now on, rather than race the upstream's next close.
+  void note_idle_closed(double idle_seconds);
+  double learned_idle() const { return learned_idle_; }
+
   // Passive health: after a failed connect the cluster passes the endpoint over for the
   // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.
   void note_connect_failed();
@@ -95,6 +100,8 @@ private:
   void arm_queue_timer();
   // Copies the counts into the gauges the admin thread reads.
   void publish();
+  double retire_after(double keepalive_hint) const;
+  double learned_idle_ = 0; // shortest idle time after which the upstream closed, 0: none seen
   int64_t connect_failures_ = 0;
   double down_until_ = 0;
   // How long a request may wait here: the queue timeout, or while the name is still being
