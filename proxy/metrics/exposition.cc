@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
+#include <span>
 #include <unistd.h>
 
 namespace portico::metrics {
@@ -175,33 +176,28 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     }
     out.push_back(std::move(f));
   }
-  auto errors =
-      family("portico_upstream_errors_total",
-             "Upstream failures by kind; retried counts requests sent again.", MetricType::Counter);
-  for (size_t c = 0; c < clusters; ++c)
-    for (size_t k = 0; k < kErrorKinds; ++k) {
-      uint64_t n = 0;
-      for (const auto* s : shards)
-        n += s->cluster(c).errors[k].get();
-      ClientMetric m;
-      m.label = {{"cluster", cfg.clusters[c].name}, {"kind", kUpstreamErrorKinds[k]}};
-      m.counter.value = static_cast<double>(n);
-      errors.metric.push_back(std::move(m));
-    }
-  out.push_back(std::move(errors));
-  auto retries = family("portico_upstream_retries_total",
-                        "Requests sent upstream again, by why that was safe.", MetricType::Counter);
-  for (size_t c = 0; c < clusters; ++c)
-    for (size_t k = 0; k < kRetryReasonCount; ++k) {
-      uint64_t n = 0;
-      for (const auto* s : shards)
-        n += s->cluster(c).retries[k].get();
-      ClientMetric m;
-      m.label = {{"cluster", cfg.clusters[c].name}, {"reason", kRetryReasons[k]}};
-      m.counter.value = static_cast<double>(n);
-      retries.metric.push_back(std::move(m));
-    }
-  out.push_back(std::move(retries));
+  // A counter per cluster and per name of a fixed list, summed over the shards.
+  auto by_cluster = [&](const char* name, const char* help, const char* label,
+                        std::span<const char* const> names, auto member) {
+    auto f = family(name, help, MetricType::Counter);
+    for (size_t c = 0; c < clusters; ++c)
+      for (size_t k = 0; k < names.size(); ++k) {
+        uint64_t n = 0;
+        for (const auto* s : shards)
+          n += (s->cluster(c).*member)[k].get();
+        ClientMetric m;
+        m.label = {{"cluster", cfg.clusters[c].name}, {label, names[k]}};
+        m.counter.value = static_cast<double>(n);
+        f.metric.push_back(std::move(m));
+      }
+    out.push_back(std::move(f));
+  };
+  by_cluster("portico_upstream_errors_total",
+             "Upstream failures by kind; retried counts requests sent again.", "kind",
+             kUpstreamErrorKinds, &ClusterMetrics::errors);
+  by_cluster("portico_upstream_retries_total",
+             "Requests sent upstream again, by why that was safe.", "reason", kRetryReasons,
+             &ClusterMetrics::retries);
 
   auto conns_up =
       family("portico_upstream_connections",
