@@ -49,9 +49,14 @@ public:
 
   void want_flush();
   void close();
-  // Nothing waits to be read: no stray byte, no EOF. Checked before every reuse, so that bytes
-  // an upstream sent late are never read as the next request's response.
+  // Nothing waits to be read: no stray byte, no EOF (a system call). Checked before a
+  // connection goes straight from its finished exchange to a waiting request, so that bytes
+  // an upstream sent after its response are never read as the next request's.
   bool quiet() const;
+  // An idle connection's read watcher has fired in this loop iteration and not yet run: it
+  // closed or sent something. An idle connection is otherwise watched, so this free check is
+  // what reusing one needs.
+  bool idle_event_pending() const { return ev_is_pending(&rev_); }
 
   // Pool bookkeeping.
   Http1Upstream* idle_next = nullptr;

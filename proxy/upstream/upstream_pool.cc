@@ -71,7 +71,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
   while (!fresh && idle_head_) {
     Http1Upstream* u = idle_head_;
     unlink_idle(u);
-    if (!u->quiet()) {
+    if (u->idle_event_pending()) {
       // The upstream closed it or sent something since it went idle, in this very loop
       // iteration (the idle watcher has not run yet): not this request's connection.
       u->close();
@@ -196,13 +196,17 @@ void UpstreamPool::cancel(UpstreamClient* client) {
 }
 
 void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hint) {
-  // Bytes after the response's end, or its close, may already be here: checked before the
-  // connection goes to a waiting request or back to the pool.
-  if (!reusable || !u->quiet()) {
+  if (!reusable) {
     u->close();
     return;
   }
   if (wait_head_) {
+    // Straight to a waiting request, without a pass through the idle watcher: bytes after the
+    // response's end, or its close, may already be here.
+    if (!u->quiet()) {
+      u->close(); // on_closed serves the waiter with a fresh connection
+      return;
+    }
     UpstreamClient* c = wait_head_;
     cancel(c);
     ++reuses_;
