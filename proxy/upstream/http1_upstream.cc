@@ -134,10 +134,10 @@ void Http1Upstream::flush() {
     ev_io_start(pool_.loop(), &wev_);
   last_progress_ = ev_now(pool_.loop());
   if (request_complete_ && out_.empty() && !request_sent_) {
-    // All of it is with the upstream: from now on the wait is for its answer.
+    // All of it is with the upstream: from now on the wait is for its answer. The timer
+    // armed at attach finds the new deadline when it fires (no re-arming per request).
     request_sent_ = true;
     last_read_ = last_progress_;
-    arm_timer(pool_.cluster().response_timeout);
   }
   if (was_high && out_.size() < 64 * 1024 && client_)
     client_->on_upstream_writable();

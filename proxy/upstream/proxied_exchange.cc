@@ -48,7 +48,8 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
   client_origin_ = {ex.client_address(), ex.over_tls(),
-                    core::in_any(fwd.trusted_proxies, ex.client_address())};
+                    !fwd.trusted_proxies.empty() &&
+                        core::in_any(fwd.trusted_proxies, ex.client_address())};
   framing_ = body_framing(ex.request(),
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
 }
@@ -131,16 +132,19 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   thread_local std::vector<http::Header> fields;
   fields.clear();
   bool has_connection = false;
-  for (const auto& f : h.headers)
-    has_connection |= f.name == "connection";
   for (const auto& f : h.headers) {
     // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
-    // Fields the upstream's Connection names are for this hop only (RFC 9110 7.6.1).
+    has_connection |= f.name == "connection";
     if (is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
-        f.name == "server" || (has_connection && named_in_connection(h.headers, f.name)))
+        f.name == "server")
       continue;
     fields.push_back(f);
   }
+  // Fields the upstream's Connection names are for this hop only (RFC 9110 7.6.1): rare, so
+  // a second pass only then.
+  if (has_connection)
+    std::erase_if(fields,
+                  [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
   head.more = fields;
   response_started_ = true;
   status_ = h.status;

@@ -58,9 +58,11 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
     e.field(h.name, h.value);
   }
   if (opts.add_forwarded) {
+    // string_view literals: a ?: of two C strings would be measured with strlen per request.
+    using namespace std::string_view_literals;
     // The scheme is the connection's, not the request's: a cleartext request that says
     // https (absolute form, :scheme) was still cleartext.
-    std::string_view proto = client.tls ? "https" : "http";
+    std::string_view proto = client.tls ? "https"sv : "http"sv;
     std::string_view ip = client.address;
     if (xff.empty())
       e.field("x-forwarded-for", ip);
@@ -69,11 +71,11 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
     // A trusted proxy in front knows the original scheme; this hop's is the one it used.
     e.field("x-forwarded-proto", xfp.empty() ? proto : xfp);
     bool v6 = ip.find(':') != std::string_view::npos;
-    std::string_view host_open = req.authority.empty() ? "" : ";host=\"";
-    std::string_view host_close = req.authority.empty() ? "" : "\"";
+    std::string_view host_open = req.authority.empty() ? ""sv : ";host=\""sv;
+    std::string_view host_close = req.authority.empty() ? ""sv : "\""sv;
     e.field_join("forwarded",
-                 {forwarded, forwarded.empty() ? "" : ", ", "for=", v6 ? "\"[" : "", ip,
-                  v6 ? "]\"" : "", ";proto=", proto, host_open, req.authority, host_close});
+                 {forwarded, forwarded.empty() ? ""sv : ", "sv, "for=", v6 ? "\"["sv : ""sv, ip,
+                  v6 ? "]\""sv : ""sv, ";proto=", proto, host_open, req.authority, host_close});
   }
   if (!opts.request_id_header.empty() && request_id.empty()) {
     char buf[16];
