@@ -64,10 +64,12 @@ void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
   reading_paused_ = false;
   arena_.reset();
   parser_.start(head_request);
+  reused_after_idle_ = 0;
   if (state_ == State::IDLE) {
     state_ = State::ACTIVE;
     ev_io_start(pool_.loop(), &rev_);
     last_read_ = ev_now(pool_.loop());
+    reused_after_idle_ = last_read_ - idle_since;
     arm_timer(pool_.cluster().response_timeout);
   }
 }
@@ -324,6 +326,10 @@ void Http1Upstream::fail(UpstreamError e) {
                           : Delivery::UNANSWERED;
   if (connect_failed)
     pool_.note_connect_failed();
+  // Lost the keep-alive race: the upstream closed a connection idle this long just as it was
+  // reused. The pool learns from it as from a close seen while idle.
+  if (delivery == Delivery::UNANSWERED && reused_after_idle_ > 0)
+    pool_.note_idle_closed(reused_after_idle_);
   pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)

@@ -92,6 +92,7 @@ private:
   double last_progress_ = 0; // a request byte came from the client or left for the upstream
   double connect_started_ = 0;
   double connect_seconds_ = 0;
+  double reused_after_idle_ = 0; // this exchange took the connection after this long idle
   core::Block* in_ = nullptr;
   core::ByteQueue out_;
   http::Arena arena_;
