@@ -45,11 +45,11 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
                                  metrics::AccessLog* log)
     : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
       log_(log) {
-  // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
-  // HEADERS ended the stream.
   client_origin_ = {ex.client_address(), ex.over_tls(),
                     !fwd.trusted_proxies.empty() &&
                         core::in_any(fwd.trusted_proxies, ex.client_address())};
+  // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
+  // HEADERS ended the stream.
   framing_ = body_framing(ex.request(),
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
 }
