@@ -319,6 +319,25 @@ class Hammer:
             return self.ok
 
 
+def churning_starman(tmp, psgi_app, env=None):
+    """starman on a fresh loopback port, serving psgi_app (its text) with 4 workers that close
+    idle connections after 1 s and retire every 25 requests: an upstream that races its
+    clients' keep-alive. Returns (process, port), the port open; the caller stops it."""
+    app = os.path.join(tmp, "app.psgi")
+    with open(app, "w") as f:
+        f.write(psgi_app)
+    port = free_port()
+    starman = Process(["starman", "--listen", f"127.0.0.1:{port}", "--workers", "4",
+                       "--keepalive-timeout", "1", "--max-requests", "25", app],
+                      os.path.join(tmp, "starman.log"), env=env)
+    try:
+        wait_until(lambda: port_open("127.0.0.1", port), timeout=30, what="starman")
+    except BaseException:
+        starman.stop()
+        raise
+    return starman, port
+
+
 class Backend:
     """A portico-backend master on a fresh loopback port (and unix socket, if asked)."""
 

@@ -176,17 +176,9 @@ class KeepAliveChurn(unittest.TestCase):
     def test_starman(self):
         log = os.path.join(self.tmp, "posts.log")
         open(log, "w").close()
-        app = os.path.join(self.tmp, "app.psgi")
-        with open(app, "w") as f:
-            f.write(PSGI_APP)
-        port = harness.free_port()
-        starman = harness.Process(
-            ["starman", "--listen", f"127.0.0.1:{port}", "--workers", "4",
-             "--keepalive-timeout", "1", "--max-requests", "25", app],
-            os.path.join(self.tmp, "starman.log"), env={**os.environ, "CHURN_LOG": log})
+        starman, port = harness.churning_starman(self.tmp, PSGI_APP,
+                                                 env={**os.environ, "CHURN_LOG": log})
         self.addCleanup(starman.stop)
-        harness.wait_until(lambda: harness.port_open("127.0.0.1", port), timeout=30,
-                           what="starman")
 
         def applied(ids):
             with open(log) as f:

@@ -82,17 +82,8 @@ class KeepAliveRace(unittest.TestCase):
 
     def test_starman(self):
         harness.need("starman")
-        app = os.path.join(self.tmp, "app.psgi")
-        with open(app, "w") as f:
-            f.write(PSGI_APP)
-        port = harness.free_port()
-        starman = harness.Process(
-            ["starman", "--listen", f"127.0.0.1:{port}", "--workers", "4",
-             "--keepalive-timeout", "1", "--max-requests", "25", app],
-            os.path.join(self.tmp, "starman.log"))
+        starman, port = harness.churning_starman(self.tmp, PSGI_APP)
         self.addCleanup(starman.stop)
-        harness.wait_until(lambda: harness.port_open("127.0.0.1", port), timeout=30,
-                           what="starman")
         with Proxy([f"127.0.0.1:{port}"]) as proxy:
             self.run_bursts(proxy)
 
