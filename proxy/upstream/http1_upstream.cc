@@ -129,17 +129,18 @@ void Http1Upstream::flush() {
       fail(UpstreamError::RESET);
       return;
     }
+    if (w > 0)
+      last_progress_ = ev_now(pool_.loop()); // a flush the upstream took nothing of is none
   }
   if (out_.empty())
     ev_io_stop(pool_.loop(), &wev_);
   else
     ev_io_start(pool_.loop(), &wev_);
-  last_progress_ = ev_now(pool_.loop());
   if (request_complete_ && out_.empty() && !request_sent_) {
     // All of it is with the upstream: from now on the wait is for its answer. The timer
     // armed at attach finds the new deadline when it fires (no re-arming per request).
     request_sent_ = true;
-    last_read_ = last_progress_;
+    last_read_ = ev_now(pool_.loop());
   }
   if (was_high && out_.size() < 64 * 1024 && client_)
     client_->on_upstream_writable();
