@@ -319,7 +319,7 @@ void Http1Upstream::finish_exchange() {
 void Http1Upstream::fail(UpstreamError e) {
   UpstreamClient* c = client_;
   client_ = nullptr;
-  bool connect_failed = e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+  bool connect_failed = is_connect_failure(e);
   // A timeout is the application's slowness, not a lost request: never sent again.
   Delivery delivery = connect_failed ? Delivery::NOT_DELIVERED
                       : response_seen_ || e == UpstreamError::RESPONSE_TIMEOUT

@@ -450,7 +450,7 @@ void Http2Upstream::close(UpstreamError e) {
   pool_.deferred().cancel(this);
   // Every stream still carrying a request fails. One the connect never carried was not
   // delivered; one that saw no response byte may or may not have been.
-  bool connect_failed = e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+  bool connect_failed = is_connect_failure(e);
   std::vector<std::pair<UpstreamClient*, Delivery>> failed;
   for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
     if (st->client_) {

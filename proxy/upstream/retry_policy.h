@@ -41,9 +41,7 @@ inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, Upstre
     return std::nullopt;
   switch (delivery) {
   case Delivery::NOT_DELIVERED:
-    return e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT
-               ? RetryReason::CONNECT_FAILED
-               : RetryReason::REFUSED_STREAM;
+    return is_connect_failure(e) ? RetryReason::CONNECT_FAILED : RetryReason::REFUSED_STREAM;
   case Delivery::UNANSWERED:
     if (!policy.retry_unanswered)
       return std::nullopt;

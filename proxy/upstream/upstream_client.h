@@ -22,6 +22,10 @@ enum class UpstreamError : uint8_t {
 };
 
 const char* to_string(UpstreamError e);
+// The connection never came up: nothing of the request reached the upstream.
+inline bool is_connect_failure(UpstreamError e) {
+  return e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;
+}
 
 // How far a failed request got: whether sending it again could have the application apply it
 // twice. Only the upstream side can tell; the request decides whether to retry (retry_policy.h).
