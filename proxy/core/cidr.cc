@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <charconv>
 #include <cstring>
-#include <string>
 
 namespace portico::core {
 
@@ -11,15 +10,19 @@ namespace {
 
 // The address in network order, and whether it is IPv6 (IPv4-mapped ones become IPv4).
 bool parse_address(std::string_view text, std::array<uint8_t, 16>& out, bool& v6) {
-  if (text.empty() || text.size() > 45)
+  // inet_pton wants a C string: copied to the stack, as this runs per request when
+  // trusted_proxies is set (an IPv6 address is longer than std::string's inline buffer).
+  char s[INET6_ADDRSTRLEN];
+  if (text.empty() || text.size() >= sizeof s)
     return false;
-  std::string s(text);
+  std::memcpy(s, text.data(), text.size());
+  s[text.size()] = '\0';
   out.fill(0);
-  if (inet_pton(AF_INET, s.c_str(), out.data()) == 1) {
+  if (inet_pton(AF_INET, s, out.data()) == 1) {
     v6 = false;
     return true;
   }
-  if (inet_pton(AF_INET6, s.c_str(), out.data()) != 1)
+  if (inet_pton(AF_INET6, s, out.data()) != 1)
     return false;
   static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   if (std::memcmp(out.data(), kMapped, sizeof kMapped) == 0) {
