@@ -319,15 +319,16 @@ class Hammer:
             return self.ok
 
 
-def churning_starman(tmp, psgi_app, env=None):
-    """starman on a fresh loopback port, serving psgi_app (its text) with 4 workers that close
-    idle connections after 1 s and retire every 25 requests: an upstream that races its
-    clients' keep-alive. Returns (process, port), the port open; the caller stops it."""
+def churning_starman(tmp, psgi_app, env=None, workers=4):
+    """starman on a fresh loopback port, serving psgi_app (its text) with `workers` workers
+    that close idle connections after 1 s and retire every 25 connections: an upstream that
+    races its clients' keep-alive. Returns (process, port), the port open; the caller stops
+    it."""
     app = os.path.join(tmp, "app.psgi")
     with open(app, "w") as f:
         f.write(psgi_app)
     port = free_port()
-    starman = Process(["starman", "--listen", f"127.0.0.1:{port}", "--workers", "4",
+    starman = Process(["starman", "--listen", f"127.0.0.1:{port}", "--workers", str(workers),
                        "--keepalive-timeout", "1", "--max-requests", "25", app],
                       os.path.join(tmp, "starman.log"), env=env)
     try:
