@@ -72,7 +72,8 @@ struct ServerConfig {
   int workers = 0;               // 0 = one per core
   double grace_period = 30;      // SIGTERM: how long in-flight work may finish
   double keepalive_timeout = 60; // client connections
-  double header_timeout = 30;
+  double header_timeout = 30;    // from a request head's first byte to its end (408)
+  double send_timeout = 60;      // a client that takes no response byte for this long is cut
   size_t max_header_bytes = 32768;
   long long max_body_bytes = -1; // -1 = unlimited
   bool add_via = false;
@@ -81,7 +82,7 @@ struct ServerConfig {
   // from anyone else they are replaced. Empty: trust nobody (an edge proxy).
   std::vector<core::Cidr> trusted_proxies;
   std::string request_id_header = "x-request-id";
-  int h2_max_concurrent_streams = 1024;
+  int h2_max_concurrent_streams = 100; // nghttpx's and nginx's default
 };
 
 struct Config {

@@ -165,12 +165,13 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.only_keys(t,
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
-               "h2_max_concurrent_streams"},
+               "h2_max_concurrent_streams", "send_timeout"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
   r.get_number(t, "keepalive_timeout", s.keepalive_timeout, w, 0.001, 86400);
   r.get_number(t, "header_timeout", s.header_timeout, w, 0.001, 86400);
+  r.get_number(t, "send_timeout", s.send_timeout, w, 0.001, 86400);
   r.get_number(t, "max_header_bytes", s.max_header_bytes, w, 1024, 1 << 20);
   r.get_number(t, "max_body_bytes", s.max_body_bytes, w, -1, 1e15);
   r.get_bool(t, "via", s.add_via, w);

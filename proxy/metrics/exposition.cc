@@ -264,6 +264,35 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     hs_ok += s->tls_handshakes.get();
     hs_failed += s->tls_handshake_failures.get();
   }
+  // Every timeout in one family: the client side's from the servers, the upstream side's
+  // summed over clusters from the error kinds that are timeouts.
+  auto timeouts = family("portico_timeouts_total",
+                         "Timeouts that cut a client or an upstream exchange short, by kind.",
+                         MetricType::Counter);
+  for (size_t k = 0; k < std::size(server::kClientTimeoutKinds); ++k) {
+    uint64_t n = 0;
+    for (const auto* s : servers)
+      n += s->timeouts[k].get();
+    ClientMetric m = value_metric(static_cast<double>(n), true);
+    m.label = {{"kind", server::kClientTimeoutKinds[k]}};
+    timeouts.metric.push_back(std::move(m));
+  }
+  for (auto [kind, error] : {std::pair{"upstream_connect", "connect_timeout"},
+                             std::pair{"upstream_response", "response_timeout"},
+                             std::pair{"upstream_queue", "queue_timeout"}}) {
+    size_t e = 0;
+    while (std::string_view(kUpstreamErrorKinds[e]) != error)
+      ++e;
+    uint64_t n = 0;
+    for (const auto* s : shards)
+      for (size_t c = 0; c < clusters; ++c)
+        n += s->cluster(c).errors[e].get();
+    ClientMetric m = value_metric(static_cast<double>(n), true);
+    m.label = {{"kind", kind}};
+    timeouts.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(timeouts));
+
   auto streams =
       family("portico_h2_streams_active", "HTTP/2 client streams open.", MetricType::Gauge);
   streams.metric.push_back(value_metric(

@@ -9,6 +9,7 @@ server::ServerLimits limits_from(const config::Config& cfg) {
   server::ServerLimits l;
   l.keepalive_timeout = cfg.server.keepalive_timeout;
   l.header_timeout = cfg.server.header_timeout;
+  l.send_timeout = cfg.server.send_timeout;
   l.parser.max_header_bytes = cfg.server.max_header_bytes;
   l.parser.max_body_bytes = cfg.server.max_body_bytes;
   l.h2_max_concurrent_streams = static_cast<uint32_t>(cfg.server.h2_max_concurrent_streams);

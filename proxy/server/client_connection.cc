@@ -18,7 +18,8 @@ namespace portico::server {
 
 namespace {
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-constexpr int kReadsPerWakeup = 4; // bounded work per wakeup; level-triggered io comes back
+constexpr int kReadsPerWakeup = 4;  // bounded work per wakeup; level-triggered io comes back
+constexpr ev_tstamp kSlack = 0.001; // a timer may fire this much early and still count
 } // namespace
 
 void ClientConnection::read_cb(struct ev_loop*, ev_io* w, int) {
@@ -73,7 +74,36 @@ struct ev_loop* ClientConnection::loop() const {
 }
 
 ev_tstamp ClientConnection::check_interval() const {
-  return std::min(idle_timeout_, ctx_.limits().header_timeout);
+  const auto& l = ctx_.limits();
+  return std::min({idle_timeout_, l.header_timeout, l.send_timeout});
+}
+
+ev_tstamp ClientConnection::request_deadline() const {
+  const auto& l = ctx_.limits();
+  if (!session_)
+    return first_byte_ > 0 ? first_byte_ + l.header_timeout : last_activity_ + idle_timeout_;
+  if (ev_tstamp t = session_->head_started(); t > 0)
+    return t + l.header_timeout;
+  return session_->idle() ? last_activity_ + idle_timeout_ : 0;
+}
+
+ev_tstamp ClientConnection::send_deadline() const {
+  ev_tstamp since = send_waiting_since_;
+  if (session_)
+    if (ev_tstamp s = session_->oldest_send_wait(); s > 0 && (since == 0 || s < since))
+      since = s;
+  return since > 0 ? since + ctx_.limits().send_timeout : 0;
+}
+
+void ClientConnection::rearm_timer() {
+  ev_tstamp now = ev_now(loop());
+  ev_tstamp next = now + check_interval();
+  // A closing connection has no request deadline left, only its output to deliver.
+  for (ev_tstamp t : {close_state_ == CloseState::OPEN ? request_deadline() : 0, send_deadline()})
+    if (t > 0 && t < next)
+      next = t;
+  timer_.repeat = std::max(kSlack, next - now);
+  ev_timer_again(loop(), &timer_);
 }
 
 void ClientConnection::count_session(int protocol) {
@@ -152,8 +182,7 @@ void ClientConnection::expire_idle_within(ev_tstamp t) {
   if (t >= idle_timeout_ || close_state_ != CloseState::OPEN)
     return;
   idle_timeout_ = t;
-  timer_.repeat = std::max(0.001, last_activity_ + t - ev_now(loop()));
-  ev_timer_again(loop(), &timer_);
+  rearm_timer();
 }
 
 void ClientConnection::upgrade_to_h2(const UpgradeToH2& up) {
@@ -226,7 +255,10 @@ void ClientConnection::on_readable() {
     ssize_t n = read_some(in_->data + in_->end, room);
     if (n > 0) {
       in_->end += static_cast<uint32_t>(n);
-      last_activity_ = ev_now(loop());
+      if (!session_ && first_byte_ == 0)
+        first_byte_ = ev_now(loop());
+      if (!session_ || session_->reads_are_activity())
+        last_activity_ = ev_now(loop());
       process_input();
       // OpenSSL may hold decrypted bytes the socket no longer signals: keep reading those.
       if (reading_paused_ || (static_cast<size_t>(n) < room && !(tls_ && tls_->pending())))
@@ -317,6 +349,7 @@ void ClientConnection::flush() {
   if (close_state_ == CloseState::CLOSED)
     return;
   bool was_high = output_.size() >= Exchange::kLowWatermark;
+  size_t before = output_.size();
   if (!output_.empty()) {
     if (tls_) {
       auto st = tls_->write(output_);
@@ -332,10 +365,16 @@ void ClientConnection::flush() {
       }
     }
   }
-  if (output_.empty())
+  if (output_.empty()) {
     ev_io_stop(loop(), &wev_);
-  else
+    send_waiting_since_ = 0;
+  } else {
     ev_io_start(loop(), &wev_);
+    // The clock runs from the last write that moved bytes (nginx's send_timeout), so a client
+    // that reads slowly but steadily is never cut.
+    if (output_.size() < before || send_waiting_since_ == 0)
+      send_waiting_since_ = ev_now(loop());
+  }
   if (was_high && output_.size() < Exchange::kLowWatermark && session_)
     session_->on_output_drained();
   if (close_state_ == CloseState::AFTER_FLUSH && output_.empty()) {
@@ -371,19 +410,30 @@ void ClientConnection::on_timer() {
     close_now();
     return;
   }
-  bool idle = !session_ || session_->idle();
-  ev_tstamp timeout = idle ? idle_timeout_ : ctx_.limits().header_timeout;
-  ev_tstamp left = last_activity_ + timeout - ev_now(loop());
-  // Wake again within the shorter of the two timeouts even when this state's is longer: the
-  // state changes (a request ends, the connection turns idle) without touching the timer.
-  timer_.repeat = std::min(left > 0.001 ? left : timeout, check_interval());
-  ev_timer_again(loop(), &timer_);
-  if (left > 0.001)
-    return;
-  if (session_)
-    session_->on_timeout();
-  else
+  ev_tstamp now = ev_now(loop());
+  const auto& l = ctx_.limits();
+  if (send_waiting_since_ > 0 && now + kSlack >= send_waiting_since_ + l.send_timeout) {
+    ctx_.stats().count(ClientTimeout::SEND);
+    // A reset, not a FIN: the kernel would otherwise keep sending what the socket holds (up to
+    // megabytes) to a client that does not read, as an orphan, long after we let go.
+    ::linger zero{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &zero, sizeof zero);
     close_now();
+    return;
+  }
+  if (session_)
+    session_->expire_send_waits(now + kSlack - l.send_timeout);
+  ev_tstamp due = close_state_ == CloseState::OPEN ? request_deadline() : 0;
+  if (due > 0 && now + kSlack >= due) {
+    bool idle = session_ ? session_->head_started() == 0 : first_byte_ == 0;
+    ctx_.stats().count(idle ? ClientTimeout::IDLE : ClientTimeout::HEADER);
+    if (session_)
+      session_->on_timeout();
+    else
+      close_now();
+  }
+  if (close_state_ == CloseState::OPEN || close_state_ == CloseState::AFTER_FLUSH)
+    rearm_timer();
 }
 
 void ClientConnection::run_deferred() {

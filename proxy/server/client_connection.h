@@ -82,6 +82,14 @@ private:
   void on_writable();
   void on_timer();
   ev_tstamp check_interval() const;
+  // When the request head, handshake or keep-alive wait now under way must end; 0 for none.
+  ev_tstamp request_deadline() const;
+  // When output that waits for the client must have moved (the connection's, or a stream's);
+  // 0 when nothing waits.
+  ev_tstamp send_deadline() const;
+  // Sets the timer for the nearest deadline, and no later than check_interval() from now so
+  // that state changes which do not touch the timer are seen in time.
+  void rearm_timer();
   void process_input();
   bool detect_protocol();
   void flush();
@@ -105,6 +113,8 @@ private:
   ev_io wev_;
   ev_timer timer_;
   ev_tstamp last_activity_ = 0;
+  ev_tstamp first_byte_ = 0;         // before a session exists: when its first byte came
+  ev_tstamp send_waiting_since_ = 0; // output waiting, and no byte of it taken since
   ev_tstamp idle_timeout_;
   core::Block* in_ = nullptr;
   core::ByteQueue output_;

@@ -86,6 +86,13 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
     if (parser_.paused()) {
       if (active_)
         break; // the response to the previous request is not finished: this one waits
+      // A client that pipelines and does not read would grow the output without bound: the
+      // next request waits (and so, once the input block is full, does reading) until the
+      // responses queued so far drain.
+      if (conn_.output().size() > Exchange::kHighWatermark) {
+        output_full_ = true;
+        break;
+      }
       parser_.resume();
     }
     used += parser_.feed(data + used, len - used);
@@ -96,6 +103,10 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
     }
   }
   in_input_ = false;
+  if (active_ || parser_.idle())
+    head_started_ = 0;
+  else if (head_started_ == 0)
+    head_started_ = ev_now(conn_.loop()); // header_timeout runs from here, however it trickles
   // After the client's EOF, input that no exchange is left to take is a truncated request.
   if (peer_eof_ && !active_ && used == len && !conn_.closing())
     conn_.close_after_flush(false);
@@ -104,6 +115,7 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
 
 void Http1ServerSession::on_request_head(http::RequestHead& head) {
   active_ = true;
+  head_started_ = 0;
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
   ex_.over_tls_ = conn_.is_tls();
@@ -333,6 +345,10 @@ void Http1ServerSession::on_close() {
 }
 
 void Http1ServerSession::on_output_drained() {
+  if (output_full_) {
+    output_full_ = false;
+    conn_.want_input();
+  }
   if (active_ && ex_.listener_ && ex_.head_sent_ && !ex_.response_ended_)
     ex_.listener_->on_response_writable(ex_);
 }

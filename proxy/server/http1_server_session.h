@@ -39,6 +39,7 @@ public:
   size_t on_input(const char* data, size_t len) override;
   void on_eof() override;
   bool idle() const override { return !active_ && parser_.idle(); }
+  ev_tstamp head_started() const override { return head_started_; }
   void on_timeout() override;
   void drain() override;
   void on_close() override;
@@ -60,13 +61,15 @@ private:
   ClientConnection& conn_;
   Http1Exchange ex_;
   http::Http1RequestParser parser_;
-  bool active_ = false;    // an exchange is between its head and its close
-  bool in_input_ = false;  // inside on_input: a finished exchange lets the loop go on
-  bool keep_alive_ = true; // this exchange's response leaves the connection open
+  ev_tstamp head_started_ = 0; // the request head being read began then; 0 for none
+  bool active_ = false;        // an exchange is between its head and its close
+  bool in_input_ = false;      // inside on_input: a finished exchange lets the loop go on
+  bool keep_alive_ = true;     // this exchange's response leaves the connection open
   bool draining_ = false;
   bool peer_eof_ = false;
   bool upgraded_ = false;
   bool writable_wanted_ = false;
+  bool output_full_ = false;      // pipelined requests wait until the client reads its responses
   bool continue_pending_ = false; // Expect: 100-continue, and no interim response sent yet
 };
 

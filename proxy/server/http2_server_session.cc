@@ -195,8 +195,28 @@ void Http2ServerSession::on_eof() {
   conn_.close_after_flush(false);
 }
 
+ev_tstamp Http2ServerSession::oldest_send_wait() const {
+  ev_tstamp oldest = 0;
+  for (const Http2Stream* st = streams_; st; st = st->next_)
+    if (st->send_waiting_since_ > 0 && (oldest == 0 || st->send_waiting_since_ < oldest))
+      oldest = st->send_waiting_since_;
+  return oldest;
+}
+
+void Http2ServerSession::expire_send_waits(ev_tstamp before) {
+  for (Http2Stream* st = streams_; st; st = st->next_)
+    if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
+      // The client keeps this stream's window shut: the stream goes, the connection and its
+      // other streams stay. The upstream side is released when the reset closes the stream.
+      st->send_waiting_since_ = 0;
+      conn_.context().stats().count(ClientTimeout::STREAM_SEND);
+      reset_stream(*st, NGHTTP2_CANCEL);
+    }
+}
+
 void Http2ServerSession::on_timeout() {
-  if (open_streams_ > 0)
+  // Streams at work keep the connection; a header block left unfinished does not.
+  if (open_streams_ > 0 && header_block_since_ == 0)
     return;
   nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
   want_write();
@@ -333,6 +353,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   Http2Stream* st = Http2Stream::acquire(*me, f->hd.stream_id);
   nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
   me->link(st);
+  me->header_block_since_ = ev_now(me->conn_.loop());
   return 0;
 }
 
@@ -399,6 +420,7 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
   if (!st)
     return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    me->header_block_since_ = 0;
     // The handler may ask whether a body follows: a HEADERS with END_STREAM has none.
     if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
       st->request_ended_ = true;
@@ -438,6 +460,10 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   auto* me = self(ud);
   nghttp2_session_set_stream_user_data(s, id, nullptr);
   me->unlink(st);
+  if (me->open_streams_ == 0) {
+    me->header_block_since_ = 0; // a stream reset inside its header block
+    me->conn_.touch();           // the keep-alive wait starts now
+  }
   std::erase(me->writable_, st);
   if (auto* l = st->listener_) {
     st->listener_ = nullptr;
@@ -493,6 +519,7 @@ int Http2ServerSession::send_data(nghttp2_session*, nghttp2_frame* f, const uint
   auto& out = me->conn_.output();
   out.append(framehd, 9);
   out.move_from(st->body_, length);
+  st->send_waiting_since_ = st->body_.empty() ? 0 : ev_now(me->conn_.loop());
   if (st->writable_wanted_ && st->body_.size() < Exchange::kLowWatermark) {
     st->writable_wanted_ = false;
     me->writable_.push_back(st);

@@ -28,6 +28,10 @@ public:
   void before_flush() override;
   void on_output_drained() override;
   bool idle() const override { return open_streams_ == 0; }
+  ev_tstamp head_started() const override { return header_block_since_; }
+  bool reads_are_activity() const override { return false; }
+  ev_tstamp oldest_send_wait() const override;
+  void expire_send_waits(ev_tstamp before) override;
   void on_timeout() override;
   void drain() override;
   void on_close() override;
@@ -69,6 +73,7 @@ private:
   Http2Stream* streams_ = nullptr;     // open streams, for aborting them on close
   std::vector<Http2Stream*> writable_; // streams to tell they may produce again
   size_t open_streams_ = 0;
+  ev_tstamp header_block_since_ = 0; // a request's HEADERS came, its END_HEADERS not yet
   bool draining_ = false;
   bool final_goaway_sent_ = false; // the GOAWAY with the real last stream id
   bool failed_ = false;

@@ -33,6 +33,7 @@ Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
   st->listener_ = nullptr;
   st->head_sent_ = st->response_ended_ = st->request_ended_ = false;
   st->header_bytes_ = st->unconsumed_ = 0;
+  st->send_waiting_since_ = 0;
   st->paused_ = st->dispatched_ = st->deferred_ = st->has_provider_ = false;
   st->writable_wanted_ = st->too_large_ = false;
   st->prev_ = st->next_ = nullptr;
@@ -65,6 +66,8 @@ void Http2Stream::send_body(std::string_view data) {
   if (!has_provider_ || response_ended_ || data.empty())
     return;
   body_.append(data);
+  if (send_waiting_since_ == 0)
+    send_waiting_since_ = ev_now(loop_);
   if (body_.size() > kHighWatermark)
     writable_wanted_ = true;
   session_->resume_stream(*this);

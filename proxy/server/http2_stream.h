@@ -40,7 +40,8 @@ private:
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends
   std::vector<http::Header> response_trailers_; // in the arena, until the last DATA is framed
   size_t header_bytes_ = 0;                     // request header section size, for the limit
-  size_t unconsumed_ = 0; // request DATA held back from WINDOW_UPDATE while paused
+  size_t unconsumed_ = 0;            // request DATA held back from WINDOW_UPDATE while paused
+  ev_tstamp send_waiting_since_ = 0; // response bytes queued, and none framed since
   bool paused_ = false;
   bool dispatched_ = false;      // the handler has seen the head
   bool deferred_ = false;        // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)

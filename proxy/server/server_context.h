@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <openssl/ssl.h>
 #include <string>
@@ -24,15 +25,30 @@ class ClientConnection;
 struct ServerLimits {
   http::ParserLimits parser;
   ev_tstamp keepalive_timeout = 5; // idle connection between requests
-  ev_tstamp header_timeout = 30;   // a request head that does not finish arriving
-  ev_tstamp linger_timeout = 2;    // reading and dropping input after a close
+  ev_tstamp header_timeout = 30;   // from a request head's first byte to its last
+  // A client that takes no response byte for this long while some wait for it is cut: the
+  // connection closed, or on HTTP/2 the stream whose window stays shut reset.
+  ev_tstamp send_timeout = 60;
+  ev_tstamp linger_timeout = 2; // reading and dropping input after a close
   // In a graceful stop an idle HTTP/1 connection stays open this long after its last activity:
   // a client about to reuse it gets an answer with "Connection: close" instead of a socket
   // closed under its request (the keep-alive race, moved out of every restart).
   ev_tstamp drain_idle_grace = 1;
-  uint32_t h2_max_concurrent_streams = 256;
+  uint32_t h2_max_concurrent_streams = 100;
   std::string server_name = "portico"; // the Server header
 };
+
+// Why the server side cut a client short; kClientTimeoutKinds names them in order.
+enum class ClientTimeout : uint8_t {
+  HEADER,      // a request head (or TLS handshake, or HTTP/2 header block) took too long
+  IDLE,        // keep-alive: no request for keepalive_timeout
+  SEND,        // the client took no byte of queued output for send_timeout
+  STREAM_SEND, // an HTTP/2 stream's window stayed shut for send_timeout
+  COUNT
+};
+inline constexpr const char* kClientTimeoutKinds[] = {"client_header", "client_idle", "client_send",
+                                                      "h2_stream_send"};
+static_assert(std::size(kClientTimeoutKinds) == static_cast<size_t>(ClientTimeout::COUNT));
 
 // Written by the worker, readable from the admin thread.
 struct ServerStats {
@@ -44,6 +60,8 @@ struct ServerStats {
   core::Counter sessions_closed[2][2];
   core::Counter h2_streams_opened, h2_streams_closed;
   core::Counter tls_handshakes, tls_handshake_failures;
+  core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
+  void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };
 
 class ServerContext {

@@ -2,6 +2,7 @@
 // The protocol side of a client connection: Http1ServerSession or Http2ServerSession. The
 // connection owns the socket and buffers; the session turns bytes into exchanges and back.
 #include <cstddef>
+#include <ev.h>
 
 namespace portico::server {
 
@@ -21,6 +22,17 @@ public:
   virtual void on_output_drained() {}
   // No exchange is in progress: an idle timeout may close the connection.
   virtual bool idle() const = 0;
+  // When the request head now arriving began (header_timeout runs from then), or 0 while none
+  // is: between requests, or while exchanges run at their handler's pace.
+  virtual ev_tstamp head_started() const = 0;
+  // Whether bytes read count as activity for the idle timeout. HTTP/2 says no: only streams
+  // do, so that a client sending PINGs cannot keep an idle connection.
+  virtual bool reads_are_activity() const { return true; }
+  // The earliest moment since which a stream's response bytes have waited for the client's
+  // window, or 0 for none (HTTP/2; on HTTP/1 the connection's own output is what waits).
+  virtual ev_tstamp oldest_send_wait() const { return 0; }
+  // Resets every stream whose response bytes have waited since `before` or earlier.
+  virtual void expire_send_waits(ev_tstamp before) {}
   // The idle or header timeout expired.
   virtual void on_timeout() = 0;
   // Graceful stop: finish what is in flight, accept nothing new.
