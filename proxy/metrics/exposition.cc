@@ -293,6 +293,19 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   }
   out.push_back(std::move(timeouts));
 
+  auto goaways =
+      family("portico_h2_goaways_sent_total",
+             "HTTP/2 GOAWAY frames sent to clients, by error code.", MetricType::Counter);
+  for (size_t k = 0; k < std::size(server::kGoawayReasons); ++k) {
+    uint64_t n = 0;
+    for (const auto* s : servers)
+      n += s->h2_goaways[k].get();
+    ClientMetric m = value_metric(static_cast<double>(n), true);
+    m.label = {{"reason", server::kGoawayReasons[k]}};
+    goaways.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(goaways));
+
   auto streams =
       family("portico_h2_streams_active", "HTTP/2 client streams open.", MetricType::Gauge);
   streams.metric.push_back(value_metric(

@@ -18,6 +18,7 @@ namespace portico::server {
 
 namespace {
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr std::string_view kH2RequestLine = "PRI * HTTP/2.0\r\n";
 constexpr int kReadsPerWakeup = 4;  // bounded work per wakeup; level-triggered io comes back
 constexpr ev_tstamp kSlack = 0.001; // a timer may fire this much early and still count
 } // namespace
@@ -294,6 +295,11 @@ bool ClientConnection::detect_protocol() {
         close_now();
       return false; // could still be the preface: wait for the rest
     }
+    session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
+    count_session(1);
+  } else if (got.starts_with(kH2RequestLine)) {
+    // HTTP/2's request line and then not its preface: an HTTP/2 client gone wrong, which gets
+    // GOAWAY(PROTOCOL_ERROR) from the HTTP/2 session rather than an HTTP/1 answer.
     session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
     count_session(1);
   } else {

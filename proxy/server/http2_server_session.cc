@@ -43,6 +43,8 @@ const nghttp2_session_callbacks* Http2ServerSession::callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c;
     nghttp2_session_callbacks_new(&c);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(c, on_invalid_frame_recv);
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(c, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
@@ -60,6 +62,11 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
+  // nghttp2's own flood limits, stated rather than inherited: rapid reset (a token bucket of
+  // RST_STREAM frames), CONTINUATION floods, oversized SETTINGS. Each ends in GOAWAY.
+  nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+  nghttp2_option_set_max_continuations(opt, 8);
+  nghttp2_option_set_max_settings(opt, 32);
   nghttp2_session_server_new3(&session_, callbacks(), this, opt,
                               core::SmallAllocator::nghttp2_allocator());
   nghttp2_option_del(opt);
@@ -71,6 +78,7 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
       return;
     }
     Http2Stream* st = Http2Stream::acquire(*this, 1);
+    stream_ids_.opened_by_upgrade();
     nghttp2_session_set_stream_user_data(session_, 1, st);
     link(st);
     auto& a = st->arena_;
@@ -141,9 +149,18 @@ void Http2ServerSession::want_write() {
   conn_.want_flush();
 }
 
+int Http2ServerSession::glitch() {
+  if (glitches_.spend(ev_now(conn_.loop())))
+    return 0;
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
 void Http2ServerSession::fail() {
   failed_ = true;
-  conn_.close_after_flush(false);
+  // Lingering: a client still sending (a flood) would otherwise get a reset that can destroy
+  // the GOAWAY saying why before it is read.
+  conn_.close_after_flush(true);
 }
 
 size_t Http2ServerSession::on_input(const char* data, size_t len) {
@@ -151,9 +168,9 @@ size_t Http2ServerSession::on_input(const char* data, size_t len) {
     return len;
   ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
   if (rv < 0) {
-    // nghttp2 has queued a GOAWAY where the protocol allows one; send it, then close.
-    if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
-      nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+    // A GOAWAY before the close, also for a bad client preface (RFC 9113 3.4); where one is
+    // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent.
+    nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
     fail();
     want_write();
     return len;
@@ -346,6 +363,40 @@ void Http2ServerSession::request_ended(Http2Stream& st) {
 
 // ---- nghttp2 callbacks ----
 
+int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_hd* hd, void* ud) {
+  auto* me = self(ud);
+  switch (hd->type) {
+  case NGHTTP2_HEADERS:
+    // Before nghttp2 judges it: a HEADERS frame on an id the client skipped is a connection
+    // error (RFC 9113 5.1.1), which nghttp2 would ignore.
+    if ((hd->stream_id & 1) && !me->stream_ids_.on_headers(hd->stream_id)) {
+      nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR);
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    break;
+  case NGHTTP2_DATA:
+    if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM))
+      return me->glitch(); // carries nothing, ends nothing
+    break;
+  case NGHTTP2_PRIORITY: // RFC 9113 deprecates them; we schedule without them
+    return me->glitch();
+  case NGHTTP2_RST_STREAM:
+  case NGHTTP2_WINDOW_UPDATE:
+    // For a stream that is not open: nghttp2 ignores these silently once a stream is closed.
+    if (hd->stream_id != 0 && !stream_of(s, hd->stream_id))
+      return me->glitch();
+    break;
+  default: break;
+  }
+  return 0;
+}
+
+int Http2ServerSession::on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int,
+                                              void* ud) {
+  // nghttp2 answers the frame itself (a reset stream or a GOAWAY); a flood of them is ours.
+  return self(ud)->glitch();
+}
+
 int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
@@ -412,8 +463,19 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
 
 int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
   auto* me = self(ud);
-  if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK) && me->draining_)
-    me->send_final_goaway();
+  switch (f->hd.type) {
+  case NGHTTP2_PING:
+    if ((f->hd.flags & NGHTTP2_FLAG_ACK) && me->draining_)
+      me->send_final_goaway();
+    break;
+  case NGHTTP2_RST_STREAM:
+    // A stream reset before its response began: the rapid-reset pattern, which turns into
+    // upstream work (and upstream connections closed mid-request) for nothing.
+    if (Http2Stream* st = stream_of(s, f->hd.stream_id); st && !st->head_sent_)
+      return me->glitch();
+    break;
+  default: break;
+  }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
     return 0;
   Http2Stream* st = stream_of(s, f->hd.stream_id);
@@ -473,7 +535,19 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   return 0;
 }
 
-int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f, void*) {
+int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
+  if (f->hd.type == NGHTTP2_GOAWAY) {
+    size_t reason;
+    switch (f->goaway.error_code) {
+    case NGHTTP2_NO_ERROR: reason = 0; break;
+    case NGHTTP2_PROTOCOL_ERROR: reason = 1; break;
+    case NGHTTP2_FLOW_CONTROL_ERROR: reason = 2; break;
+    case NGHTTP2_ENHANCE_YOUR_CALM: reason = 3; break;
+    default: reason = 4; break;
+    }
+    self(ud)->conn_.context().stats().h2_goaways[reason].inc();
+    return 0;
+  }
   if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
       !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;

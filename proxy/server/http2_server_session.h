@@ -5,6 +5,8 @@
 // (NGHTTP2_DATA_FLAG_NO_COPY). Flow control is manual: a request's DATA is acknowledged with
 // WINDOW_UPDATE only once its consumer has taken it.
 #include "http/response_head.h"
+#include "server/h2_glitch_budget.h"
+#include "server/h2_stream_ids.h"
 #include "server/h2c_upgrade.h"
 #include "server/server_session.h"
 
@@ -46,6 +48,8 @@ public:
   void want_write();
 
 private:
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd*, void*);
+  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int, void*);
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t,
                        const uint8_t*, size_t, uint8_t, void*);
@@ -65,6 +69,9 @@ private:
   void link(Http2Stream* st);
   void unlink(Http2Stream* st);
   void fail();
+  // One glitch (see GlitchBudget): 0, or once the budget is spent, the callback failure that
+  // ends the connection after a GOAWAY(ENHANCE_YOUR_CALM).
+  int glitch();
   void send_final_goaway();
 
   ClientConnection& conn_;
@@ -74,6 +81,8 @@ private:
   std::vector<Http2Stream*> writable_; // streams to tell they may produce again
   size_t open_streams_ = 0;
   ev_tstamp header_block_since_ = 0; // a request's HEADERS came, its END_HEADERS not yet
+  GlitchBudget glitches_;
+  ClientStreamIds stream_ids_;
   bool draining_ = false;
   bool final_goaway_sent_ = false; // the GOAWAY with the real last stream id
   bool failed_ = false;

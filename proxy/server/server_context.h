@@ -50,6 +50,10 @@ inline constexpr const char* kClientTimeoutKinds[] = {"client_header", "client_i
                                                       "h2_stream_send"};
 static_assert(std::size(kClientTimeoutKinds) == static_cast<size_t>(ClientTimeout::COUNT));
 
+// HTTP/2 GOAWAY frames sent to clients, by error code; kGoawayReasons names them in order.
+inline constexpr const char* kGoawayReasons[] = {"no_error", "protocol_error", "flow_control_error",
+                                                 "enhance_your_calm", "other"};
+
 // Written by the worker, readable from the admin thread.
 struct ServerStats {
   core::Counter connections_accepted;
@@ -61,6 +65,7 @@ struct ServerStats {
   core::Counter h2_streams_opened, h2_streams_closed;
   core::Counter tls_handshakes, tls_handshake_failures;
   core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
+  core::Counter h2_goaways[std::size(kGoawayReasons)];
   void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };
 

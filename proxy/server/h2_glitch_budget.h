@@ -1,0 +1,31 @@
+#pragma once
+// How much misbehaviour one HTTP/2 client connection may show before it is told to calm down
+// (GOAWAY ENHANCE_YOUR_CALM), as nghttpx's and Envoy's overload protections do: frames that
+// cost us work and serve no request (an empty DATA frame that does not end its stream, a
+// PRIORITY frame, a zero WINDOW_UPDATE, a stream the client resets before any response). A
+// token bucket: a burst for clients that do odd things now and then, refilled at a steady rate,
+// so that a flood ends within a bounded amount of work however long the connection lives.
+#include <algorithm>
+#include <ev.h>
+
+namespace portico::server {
+
+class GlitchBudget {
+public:
+  static constexpr double kBurst = 1000; // glitches allowed at once
+  static constexpr double kRate = 100;   // ...and per second after that
+
+  // Counts one glitch at `now`; false once the budget is spent.
+  bool spend(ev_tstamp now) {
+    tokens_ = std::min(kBurst, tokens_ + (now - last_) * kRate);
+    last_ = now;
+    tokens_ -= 1;
+    return tokens_ >= 0;
+  }
+
+private:
+  double tokens_ = kBurst;
+  ev_tstamp last_ = 0;
+};
+
+} // namespace portico::server

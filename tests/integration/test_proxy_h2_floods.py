@@ -1,0 +1,215 @@
+"""HTTP/2 floods end in GOAWAY within bounded work, and the h2spec cases Portico failed pass
+(issue 10, items 4 and 7), on raw frames: 100,000 empty DATA frames, PRIORITY frames or zero
+WINDOW_UPDATEs on one connection, rapid reset, a CONTINUATION flood; a HEADERS frame on a
+stream id lower than one already opened (h2spec 5.1.1/2); an invalid connection preface on the
+TLS port, where ALPN already said h2, and after HTTP/2's request line on the cleartext port
+(h2spec 3.5/2)."""
+import http.client
+import socket
+import ssl
+import struct
+import threading
+import time
+import unittest
+
+import hpack
+
+import harness
+from proxy_harness import Proxy
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    0, 1, 2, 3, 4, 6, 7, 8, 9)
+END_STREAM, END_HEADERS = 0x1, 0x4
+PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM = 0x1, 0x2, 0xB
+FLOOD = 100_000
+
+
+def frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+def request_block(path="/hello", method="GET"):
+    return hpack.Encoder().encode([(":method", method), (":scheme", "http"),
+                                   (":authority", "x"), (":path", path)])
+
+
+class FrameReader(threading.Thread):
+    """Reads the server's frames until EOF, while the test sends: (type, flags, stream,
+    payload) tuples, and when each GOAWAY came."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock, self.frames, self.closed = sock, [], threading.Event()
+        self.start()
+
+    def run(self):
+        buf = b""
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while len(buf) >= 9:
+                    length = int.from_bytes(buf[:3], "big")
+                    if len(buf) < 9 + length:
+                        break
+                    sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+                    self.frames.append((buf[3], buf[4], sid, buf[9:9 + length]))
+                    buf = buf[9 + length:]
+        except OSError:
+            pass
+        self.closed.set()
+
+    def goaway_codes(self):
+        return [int.from_bytes(p[4:8], "big") for t, _, _, p in self.frames if t == GOAWAY]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, in clock ticks
+
+
+class H2Floods(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = harness.Backend(workers=1)
+        try:
+            cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], workers=1, tls=True)
+        except BaseException:
+            cls.backend.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.backend.stop()
+
+    def connect(self):
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        return s, FrameReader(s)
+
+    def flood(self, opening, frames, expect=(ENHANCE_YOUR_CALM,)):
+        """Sends opening, then frames (one bytes object), on a fresh connection; expects a
+        GOAWAY with one of the codes in expect, then the close, for little CPU."""
+        cpu = cpu_seconds(self.proxy.pid)
+        sent_before = goaways_sent(self.proxy)
+        s, reader = self.connect()
+        try:
+            s.sendall(opening + frames)
+        except OSError:
+            pass  # closed while we were still sending: what this test wants
+        self.assertTrue(reader.closed.wait(15), "connection still open after the flood")
+        codes = reader.goaway_codes()
+        self.assertTrue(codes and codes[-1] in expect, f"GOAWAY codes {codes}")
+        self.assertLess(cpu_seconds(self.proxy.pid) - cpu, 2.0)
+        self.assertEqual(goaways_sent(self.proxy), sent_before + 1)
+        return reader
+
+    def test_empty_data_frames(self):
+        opening = frame(HEADERS, END_HEADERS, 1, request_block("/echo", "POST"))
+        self.flood(opening, frame(DATA, 0, 1) * FLOOD)
+
+    def test_priority_frames(self):
+        self.flood(b"", frame(PRIORITY, 0, 3, struct.pack(">IB", 0, 15)) * FLOOD)
+
+    def test_zero_window_updates(self):
+        # nghttp2 takes the first as a connection error already (PROTOCOL_ERROR).
+        opening = frame(HEADERS, END_HEADERS, 1, request_block("/delay?ms=3000"))
+        self.flood(opening, frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 0)) * FLOOD,
+                   expect=(ENHANCE_YOUR_CALM, PROTOCOL_ERROR))
+
+    def test_window_updates_for_closed_streams(self):
+        # nghttp2 drops these silently; the budget does not.
+        opening = frame(HEADERS, END_HEADERS | END_STREAM, 1, request_block())
+        self.flood(opening, frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1)) * FLOOD)
+
+    def test_rapid_reset(self):
+        frames = b"".join(
+            frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block("/delay?ms=50")) +
+            frame(RST_STREAM, 0, sid, struct.pack(">I", 8)) for sid in range(1, 2 * 5000, 2))
+        self.flood(b"", frames, expect=(ENHANCE_YOUR_CALM, INTERNAL_ERROR))
+
+    def test_continuation_flood(self):
+        block = request_block()
+        frames = frame(HEADERS, 0, 1, block[:4]) + frame(CONTINUATION, 0, 1, b"") * 1000
+        self.flood(b"", frames, expect=(ENHANCE_YOUR_CALM, PROTOCOL_ERROR, INTERNAL_ERROR))
+
+    def test_a_normal_connection_is_untouched_by_the_budget(self):
+        # 90 requests (under the 100 streams allowed at once), each with a PRIORITY frame and a
+        # WINDOW_UPDATE: far below the budget.
+        s, reader = self.connect()
+        out = b""
+        for sid in range(1, 181, 2):
+            out += frame(PRIORITY, 0, sid, struct.pack(">IB", 0, 15))
+            out += frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block())
+            out += frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1000))
+        s.sendall(out)
+        harness.wait_until(
+            lambda: sum(1 for t, f, _, _ in reader.frames if t == DATA and f & END_STREAM) == 90,
+            what="every request answered")
+        self.assertEqual(reader.goaway_codes(), [])
+
+    def test_headers_on_a_lower_stream_id_is_a_connection_error(self):
+        # h2spec 5.1.1/2: stream 5 opens, then a HEADERS frame on stream 3, which 5 closed.
+        s, reader = self.connect()
+        s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 5, request_block()))
+        s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 3, request_block()))
+        self.assertTrue(reader.closed.wait(10))
+        self.assertEqual(reader.goaway_codes()[-1:], [PROTOCOL_ERROR])
+
+    def test_trailers_on_an_open_stream_are_no_connection_error(self):
+        s, reader = self.connect()
+        s.sendall(frame(HEADERS, END_HEADERS, 1, request_block("/echo", "POST")) +
+                  frame(HEADERS, END_HEADERS, 3, request_block()) +
+                  frame(DATA, 0, 1, b"abc") +
+                  frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                        hpack.Encoder().encode([("x-sum", "1")])))
+        harness.wait_until(
+            lambda: sum(1 for t, f, _, _ in reader.frames
+                        if f & END_STREAM and t in (DATA, HEADERS)) == 2,
+            what="both streams answered")
+        self.assertEqual(reader.goaway_codes(), [])
+
+    def test_bad_preface_after_the_h2_request_line(self):
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        reader = FrameReader(s)
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + frame(SETTINGS, 0, 0))
+        self.assertTrue(reader.closed.wait(10))
+        self.assertEqual(reader.goaway_codes(), [PROTOCOL_ERROR])
+
+    def test_bad_preface_on_the_tls_port(self):
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
+        raw = socket.create_connection(("127.0.0.1", self.proxy.tls_port), timeout=10)
+        s = ctx.wrap_socket(raw, server_hostname="localhost")
+        self.addCleanup(s.close)
+        self.assertEqual(s.selected_alpn_protocol(), "h2")
+        reader = FrameReader(s)
+        s.sendall(b"INVALID CONNECTION PREFACE\r\n\r\n")
+        self.assertTrue(reader.closed.wait(10))
+        self.assertEqual(reader.goaway_codes(), [PROTOCOL_ERROR])
+
+
+def goaways_sent(proxy):
+    """GOAWAY frames the proxy has counted, every reason together."""
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.admin_port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("portico_h2_goaways_sent_total{"))
+
+
+if __name__ == "__main__":
+    unittest.main()

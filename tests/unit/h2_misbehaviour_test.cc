@@ -1,0 +1,80 @@
+// The HTTP/2 client accounting behind GOAWAY: the glitch budget (ENHANCE_YOUR_CALM) and the
+// stream ids a client skipped (PROTOCOL_ERROR, RFC 9113 5.1.1).
+#include "server/h2_glitch_budget.h"
+#include "server/h2_stream_ids.h"
+
+#include <gtest/gtest.h>
+
+namespace portico::server {
+namespace {
+
+TEST(GlitchBudget, BurstIsSpentAtOnce) {
+  GlitchBudget b;
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(b.spend(0)) << i;
+  EXPECT_FALSE(b.spend(0));
+}
+
+TEST(GlitchBudget, RefillsAtItsRateAndNoFurtherThanTheBurst) {
+  GlitchBudget b;
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    b.spend(0);
+  // One second later: kRate more, not more.
+  for (int i = 0; i < GlitchBudget::kRate; ++i)
+    ASSERT_TRUE(b.spend(1.0)) << i;
+  EXPECT_FALSE(b.spend(1.0));
+  // A long quiet spell refills to the burst only.
+  GlitchBudget c;
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(c.spend(1000.0)) << i;
+  EXPECT_FALSE(c.spend(1000.0));
+}
+
+TEST(GlitchBudget, ASteadyTrickleBelowTheRateLastsForever) {
+  GlitchBudget b;
+  for (int i = 0; i < 100000; ++i)
+    ASSERT_TRUE(b.spend(i * 2.0 / GlitchBudget::kRate)) << i;
+}
+
+TEST(ClientStreamIds, IncreasingIdsAreFine) {
+  ClientStreamIds ids;
+  for (int32_t id = 1; id < 200; id += 2)
+    EXPECT_TRUE(ids.on_headers(id));
+}
+
+TEST(ClientStreamIds, ASkippedIdIsRefusedAnOpenedOneIsNot) {
+  ClientStreamIds ids;
+  EXPECT_TRUE(ids.on_headers(1));
+  EXPECT_TRUE(ids.on_headers(7)); // skips 3 and 5
+  EXPECT_FALSE(ids.on_headers(3));
+  EXPECT_FALSE(ids.on_headers(5));
+  EXPECT_TRUE(ids.on_headers(1)); // trailers on a stream opened before
+  EXPECT_TRUE(ids.on_headers(7));
+  EXPECT_TRUE(ids.on_headers(9));
+}
+
+TEST(ClientStreamIds, FirstStreamAboveOneSkipsTheIdsBelow) {
+  ClientStreamIds ids;
+  EXPECT_TRUE(ids.on_headers(5));
+  EXPECT_FALSE(ids.on_headers(3));
+  EXPECT_FALSE(ids.on_headers(1));
+}
+
+TEST(ClientStreamIds, UpgradedStreamOneIsOpened) {
+  ClientStreamIds ids;
+  ids.opened_by_upgrade();
+  EXPECT_TRUE(ids.on_headers(3));
+  EXPECT_TRUE(ids.on_headers(1));
+}
+
+TEST(ClientStreamIds, OldGapsAreForgottenNotMisjudged) {
+  ClientStreamIds ids;
+  int32_t id = 1;
+  for (size_t i = 0; i <= ClientStreamIds::kMaxGaps + 1; ++i, id += 4)
+    ids.on_headers(id);           // every other id skipped
+  EXPECT_TRUE(ids.on_headers(3)); // the oldest gap is forgotten: left to nghttp2
+  EXPECT_FALSE(ids.on_headers(id - 6));
+}
+
+} // namespace
+} // namespace portico::server
