@@ -348,6 +348,16 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
     st.respond(400, "text/plain", "Bad Request\n");
     return;
   }
+  // The limits HTTP/1 has, with the same answers.
+  const auto& lim = ctx.limits().parser;
+  if (r.target.size() > lim.max_uri_bytes) {
+    st.respond(414, "text/plain", "URI Too Long\n");
+    return;
+  }
+  if (lim.max_body_bytes >= 0 && r.content_length > lim.max_body_bytes) {
+    st.respond(413, "text/plain", "Content Too Large\n");
+    return;
+  }
   ctx.handler().on_request(st);
 }
 
@@ -500,10 +510,24 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
 }
 
 int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id,
-                                           const uint8_t* data, size_t len, void*) {
+                                           const uint8_t* data, size_t len, void* ud) {
   Http2Stream* st = stream_of(s, id);
   if (!st) {
     nghttp2_session_consume_connection(s, len);
+    return 0;
+  }
+  int64_t max_body = self(ud)->conn_.context().limits().parser.max_body_bytes;
+  st->body_received_ += static_cast<int64_t>(len);
+  if (max_body >= 0 && st->body_received_ > max_body) {
+    // Over the limit, without a content-length that said so: nothing more goes on. 413 while
+    // the response has not begun, else the stream is reset (HTTP/1 cuts the connection).
+    nghttp2_session_consume(s, id, len);
+    if (st->response_ended_)
+      return 0;
+    if (!st->head_sent_)
+      st->respond(413, "text/plain", "Content Too Large\n");
+    else
+      self(ud)->reset_stream(*st, NGHTTP2_CANCEL);
     return 0;
   }
   if (st->dispatched_ && !st->response_ended_ && st->listener_)

@@ -34,6 +34,7 @@ Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
   st->head_sent_ = st->response_ended_ = st->request_ended_ = false;
   st->header_bytes_ = st->unconsumed_ = 0;
   st->send_waiting_since_ = 0;
+  st->body_received_ = 0;
   st->paused_ = st->dispatched_ = st->deferred_ = st->has_provider_ = false;
   st->writable_wanted_ = st->too_large_ = false;
   st->prev_ = st->next_ = nullptr;

@@ -42,6 +42,7 @@ private:
   size_t header_bytes_ = 0;                     // request header section size, for the limit
   size_t unconsumed_ = 0;            // request DATA held back from WINDOW_UPDATE while paused
   ev_tstamp send_waiting_since_ = 0; // response bytes queued, and none framed since
+  int64_t body_received_ = 0;        // request DATA so far, for max_body_bytes
   bool paused_ = false;
   bool dispatched_ = false;      // the handler has seen the head
   bool deferred_ = false;        // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)
