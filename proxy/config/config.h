@@ -27,6 +27,7 @@ struct ListenerConfig {
   TlsConfig tls;
   std::string access_log;                 // path, "" = off
   std::string access_log_format = "text"; // text | json
+  int max_connections = 0; // client connections on this listener, whole process; 0 = none
 };
 
 struct AdminConfig {
@@ -83,6 +84,7 @@ struct ServerConfig {
   std::vector<core::Cidr> trusted_proxies;
   std::string request_id_header = "x-request-id";
   int h2_max_concurrent_streams = 100; // nghttpx's and nginx's default
+  int max_connections = 0; // client connections, whole process (split across workers); 0 = none
 };
 
 struct Config {

@@ -165,13 +165,14 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.only_keys(t,
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
-               "h2_max_concurrent_streams", "send_timeout"},
+               "h2_max_concurrent_streams", "send_timeout", "max_connections"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
   r.get_number(t, "keepalive_timeout", s.keepalive_timeout, w, 0.001, 86400);
   r.get_number(t, "header_timeout", s.header_timeout, w, 0.001, 86400);
   r.get_number(t, "send_timeout", s.send_timeout, w, 0.001, 86400);
+  r.get_number(t, "max_connections", s.max_connections, w, 0, 10000000);
   r.get_number(t, "max_header_bytes", s.max_header_bytes, w, 1024, 1 << 20);
   r.get_number(t, "max_body_bytes", s.max_body_bytes, w, -1, 1e15);
   r.get_bool(t, "via", s.add_via, w);
@@ -224,7 +225,7 @@ void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string
 
 void read_listener(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[listener]]";
-  r.only_keys(t, {"address", "tls", "access_log", "access_log_format"}, w);
+  r.only_keys(t, {"address", "tls", "access_log", "access_log_format", "max_connections"}, w);
   ListenerConfig l;
   std::string addr;
   if (r.get_string(t, "address", addr, w, true)) {
@@ -240,6 +241,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   }
   if (r.get_string(t, "access_log", l.access_log, w))
     l.access_log = r.resolve(l.access_log);
+  r.get_number(t, "max_connections", l.max_connections, w, 0, 10000000);
   if (r.get_string(t, "access_log_format", l.access_log_format, w) &&
       l.access_log_format != "text" && l.access_log_format != "json")
     r.error(t.get("access_log_format")->source(), w + ": access_log_format is text or json");

@@ -306,6 +306,20 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   }
   out.push_back(std::move(goaways));
 
+  auto rejected = family("portico_client_connections_rejected_total",
+                         "Times accepting client connections paused: at max_connections, or out "
+                         "of file descriptors or memory (then with a backoff).",
+                         MetricType::Counter);
+  for (size_t k = 0; k < std::size(server::kClientRejections); ++k) {
+    uint64_t n = 0;
+    for (const auto* s : servers)
+      n += s->rejected[k].get();
+    ClientMetric m = value_metric(static_cast<double>(n), true);
+    m.label = {{"reason", server::kClientRejections[k]}};
+    rejected.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(rejected));
+
   auto streams =
       family("portico_h2_streams_active", "HTTP/2 client streams open.", MetricType::Gauge);
   streams.metric.push_back(value_metric(

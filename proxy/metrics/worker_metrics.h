@@ -40,9 +40,12 @@ const char* to_string(Protocol p);
 // Upstream error kinds, as the errors counter labels them: UpstreamError's values in order,
 // then requests retried and requests whose queue wait ran out.
 inline constexpr const char* kUpstreamErrorKinds[] = {
-    "connect_refused", "connect_timeout", "reset",        "response_timeout",
-    "protocol_error",  "retried",         "queue_timeout"};
+    "connect_refused", "connect_timeout", "reset",   "response_timeout",
+    "protocol_error",  "local_resources", "retried", "queue_timeout"};
 inline constexpr size_t kErrorKinds = std::size(kUpstreamErrorKinds);
+// The kinds past upstream::UpstreamError's values (which come first, in order).
+inline constexpr size_t kErrorRetried = 6;
+inline constexpr size_t kErrorQueueTimeout = 7;
 
 // Why requests were sent upstream again: upstream::RetryReason's values in order.
 inline constexpr const char* kRetryReasons[] = {"connect_failed", "refused_stream", "idempotent",

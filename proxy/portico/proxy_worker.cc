@@ -5,8 +5,16 @@
 namespace portico::proxy {
 
 namespace {
-server::ServerLimits limits_from(const config::Config& cfg) {
+// A whole-process limit as one worker's share (rounded up, so the whole is never below it).
+uint32_t share(int limit, int workers) {
+  return limit <= 0 ? 0 : static_cast<uint32_t>((limit + workers - 1) / workers);
+}
+
+server::ServerLimits limits_from(const config::Config& cfg, int workers) {
   server::ServerLimits l;
+  l.max_connections = share(cfg.server.max_connections, workers);
+  for (const auto& listener : cfg.listeners)
+    l.listener_max_connections.push_back(share(listener.max_connections, workers));
   l.keepalive_timeout = cfg.server.keepalive_timeout;
   l.header_timeout = cfg.server.header_timeout;
   l.send_timeout = cfg.server.send_timeout;
@@ -39,7 +47,8 @@ ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
                                                    cfg.listeners[i].access_log_format == "json"));
   router_ = std::make_unique<upstream::Router>(cfg, std::move(clusters), *metrics_, access_logs_);
   // The worker's one deferral queue serves its client and upstream connections alike.
-  ctx_ = std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg), *deferred_);
+  ctx_ =
+      std::make_unique<server::ServerContext>(loop_, *router_, limits_from(cfg, count), *deferred_);
   ev_async_init(&async_, async_cb);
   async_.data = this;
   ev_async_start(loop_, &async_);

@@ -31,6 +31,11 @@ Supervisor::Supervisor(const config::Config& cfg,
     server::ServerLimits limits;
     limits.server_name = "portico";
     limits.keepalive_timeout = 30;
+    // A scraper or a prober needs a few connections and quick answers; the admin loop is the
+    // supervisor's too, so nothing here may hold it.
+    limits.max_connections = 32;
+    limits.header_timeout = 5;
+    limits.send_timeout = 10;
     admin_ctx_ = std::make_unique<server::ServerContext>(loop_, *admin_, limits);
     admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
   }

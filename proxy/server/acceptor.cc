@@ -2,7 +2,10 @@
 
 #include "server/server_context.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,14 +14,29 @@ namespace portico::server {
 
 namespace {
 constexpr int kAcceptsPerWakeup = 64;
+constexpr ev_tstamp kFirstBackoff = 0.05;
+constexpr ev_tstamp kMaxBackoff = 1.0;
+constexpr ev_tstamp kReportInterval = 1.0; // at most one log line per acceptor this often
+
+bool out_of_resources(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
+} // namespace
 
 void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) {
   static_cast<Acceptor*>(w->data)->on_ready();
 }
 
+void Acceptor::backoff_cb(struct ev_loop*, ev_timer* w, int) {
+  auto* a = static_cast<Acceptor*>(w->data);
+  if (a->started_ && !a->at_limit_)
+    ev_io_start(a->ctx_.loop(), &a->io_);
+}
+
 Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls, uint16_t listener)
     : ctx_(ctx), lfd_(listen_fd), tls_(tls), listener_(listener) {
+  ev_init(&backoff_, backoff_cb);
+  backoff_.data = this;
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0)
     return;
@@ -31,41 +49,87 @@ Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls, uint16_t lis
   }
   ev_io_init(&io_, io_cb, epfd_, EV_READ);
   io_.data = this;
+  ctx_.add_acceptor(this);
 }
 
 Acceptor::~Acceptor() {
   stop();
-  if (epfd_ >= 0)
+  if (epfd_ >= 0) {
+    ctx_.remove_acceptor(this);
     ::close(epfd_);
+  }
 }
 
 void Acceptor::start() {
-  if (epfd_ >= 0)
+  if (epfd_ < 0)
+    return;
+  started_ = true;
+  at_limit_ = !ctx_.may_accept(listener_);
+  if (!at_limit_)
     ev_io_start(ctx_.loop(), &io_);
 }
 
 void Acceptor::stop() {
+  started_ = false;
+  ev_timer_stop(ctx_.loop(), &backoff_);
   if (epfd_ >= 0)
     ev_io_stop(ctx_.loop(), &io_);
+}
+
+void Acceptor::on_room() {
+  if (!at_limit_ || !ctx_.may_accept(listener_))
+    return;
+  at_limit_ = false;
+  if (started_ && !ev_is_active(&backoff_))
+    ev_io_start(ctx_.loop(), &io_);
 }
 
 void Acceptor::on_ready() {
   epoll_event ev;
   ::epoll_wait(epfd_, &ev, 1, 0); // collect the wakeup; the listen socket is level-triggered
   for (int i = 0; i < kAcceptsPerWakeup; ++i) {
+    if (!ctx_.may_accept(listener_)) {
+      // The rest wait in the kernel's backlog until a connection here closes (on_room).
+      at_limit_ = true;
+      ev_io_stop(ctx_.loop(), &io_);
+      ctx_.stats().count(ClientRejection::AT_LIMIT);
+      return;
+    }
     sockaddr_storage peer;
     socklen_t len = sizeof peer;
     int fd =
         ::accept4(lfd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
+      delay_ = 0;
       ctx_.adopt(fd, tls_, peer,
                  listener_); // the peer's address from accept4: no getpeername per client
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED)
       continue;
-    // EAGAIN: another worker took it. EMFILE and friends: try again on the next wakeup.
+    if (out_of_resources(errno))
+      back_off(errno);
+    // EAGAIN: another worker took it.
     break;
+  }
+}
+
+void Acceptor::back_off(int err) {
+  ctx_.stats().count(ClientRejection::OUT_OF_RESOURCES);
+  delay_ = delay_ == 0 ? kFirstBackoff : std::min(delay_ * 2, kMaxBackoff);
+  ev_io_stop(ctx_.loop(), &io_);
+  ev_timer_set(&backoff_, delay_, 0);
+  ev_timer_start(ctx_.loop(), &backoff_);
+  ++unreported_;
+  ev_tstamp now = ev_now(ctx_.loop());
+  if (now - last_report_ >= kReportInterval) {
+    std::fprintf(stderr,
+                 "portico: accept on listener %u: %s; accepting again in %.2f s (%llu times "
+                 "since the last report)\n",
+                 static_cast<unsigned>(listener_), std::strerror(err), delay_,
+                 static_cast<unsigned long long>(unreported_));
+    last_report_ = now;
+    unreported_ = 0;
   }
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // Accepts connections on one listening socket for one worker. Several processes or threads
 // may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so a new
-// connection wakes one worker rather than all of them.
+// connection wakes one worker rather than all of them. At a connection limit accepting pauses
+// (the kernel's backlog holds the rest) until a connection closes; when the process is out of
+// file descriptors it pauses with a growing backoff instead of spinning on a level-triggered
+// socket it cannot serve.
 #include <cstdint>
 #include <ev.h>
 #include <openssl/ssl.h>
@@ -20,12 +23,17 @@ public:
   Acceptor& operator=(const Acceptor&) = delete;
 
   bool ok() const { return epfd_ >= 0; }
+  uint16_t listener() const { return listener_; }
   void start();
   void stop();
+  // A connection closed: accepting goes on if it was paused at a connection limit.
+  void on_room();
 
 private:
   static void io_cb(struct ev_loop* loop, ev_io* w, int revents);
+  static void backoff_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_ready();
+  void back_off(int err);
 
   ServerContext& ctx_;
   int lfd_;
@@ -33,6 +41,12 @@ private:
   uint16_t listener_;
   int epfd_ = -1;
   ev_io io_;
+  ev_timer backoff_;
+  ev_tstamp delay_ = 0; // the current backoff, 0 while accepts succeed
+  ev_tstamp last_report_ = 0;
+  uint64_t unreported_ = 0; // failures since the last line in the log
+  bool started_ = false;
+  bool at_limit_ = false;
 };
 
 } // namespace portico::server

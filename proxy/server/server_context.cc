@@ -1,5 +1,6 @@
 #include "server/server_context.h"
 
+#include "server/acceptor.h"
 #include "server/client_connection.h"
 
 namespace portico::server {
@@ -22,6 +23,9 @@ void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, ui
   auto* c = new ClientConnection(*this, fd, tls, peer, listener);
   c->index = connections_.size();
   connections_.push_back(c);
+  if (listener >= per_listener_.size())
+    per_listener_.resize(listener + 1);
+  ++per_listener_[listener];
   stats_.connections_accepted.inc();
   if (draining_)
     c->drain();
@@ -31,14 +35,27 @@ void ServerContext::mark_dirty(ClientConnection* c) {
   deferred_->add(c);
 }
 
+bool ServerContext::may_accept(uint16_t listener) const {
+  if (limits_.max_connections && connections_.size() >= limits_.max_connections)
+    return false;
+  uint32_t cap = listener < limits_.listener_max_connections.size()
+                     ? limits_.listener_max_connections[listener]
+                     : 0;
+  uint32_t open = listener < per_listener_.size() ? per_listener_[listener] : 0;
+  return cap == 0 || open < cap;
+}
+
 void ServerContext::destroy(ClientConnection* c) {
   stats_.connections_closed.inc();
+  --per_listener_[c->listener()];
   size_t i = c->index;
   connections_[i] = connections_.back();
   connections_[i]->index = i;
   connections_.pop_back();
   deferred_->cancel(c);
   delete c;
+  for (Acceptor* a : acceptors_)
+    a->on_room();
   check_drained();
 }
 

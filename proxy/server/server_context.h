@@ -20,6 +20,7 @@
 
 namespace portico::server {
 
+class Acceptor;
 class ClientConnection;
 
 struct ServerLimits {
@@ -35,6 +36,10 @@ struct ServerLimits {
   // closed under its request (the keep-alive race, moved out of every restart).
   ev_tstamp drain_idle_grace = 1;
   uint32_t h2_max_concurrent_streams = 100;
+  // Client connections this context holds at most, and per listener index (0: no limit).
+  // At the limit accepting pauses; the kernel's backlog holds the rest.
+  uint32_t max_connections = 0;
+  std::vector<uint32_t> listener_max_connections;
   std::string server_name = "portico"; // the Server header
 };
 
@@ -49,6 +54,14 @@ enum class ClientTimeout : uint8_t {
 inline constexpr const char* kClientTimeoutKinds[] = {"client_header", "client_idle", "client_send",
                                                       "h2_stream_send"};
 static_assert(std::size(kClientTimeoutKinds) == static_cast<size_t>(ClientTimeout::COUNT));
+
+// Why a client connection was not taken at once; kClientRejections names them in order.
+enum class ClientRejection : uint8_t {
+  AT_LIMIT,         // max_connections (the process's or a listener's): accepting paused
+  OUT_OF_RESOURCES, // accept failed for want of file descriptors or memory: backing off
+  COUNT
+};
+inline constexpr const char* kClientRejections[] = {"max_connections", "out_of_resources"};
 
 // HTTP/2 GOAWAY frames sent to clients, by error code; kGoawayReasons names them in order.
 inline constexpr const char* kGoawayReasons[] = {"no_error", "protocol_error", "flow_control_error",
@@ -66,6 +79,8 @@ struct ServerStats {
   core::Counter tls_handshakes, tls_handshake_failures;
   core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
   core::Counter h2_goaways[std::size(kGoawayReasons)];
+  core::Counter rejected[static_cast<size_t>(ClientRejection::COUNT)];
+  void count(ClientRejection r) { rejected[static_cast<size_t>(r)].inc(); }
   void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };
 
@@ -97,6 +112,12 @@ public:
   void destroy(ClientConnection* c);
   size_t connection_count() const { return connections_.size(); }
 
+  // The acceptors feeding this context, told when a connection closes (they may be paused at
+  // a limit), and asked before each accept whether one more fits.
+  void add_acceptor(Acceptor* a) { acceptors_.push_back(a); }
+  void remove_acceptor(Acceptor* a) { std::erase(acceptors_, a); }
+  bool may_accept(uint16_t listener) const;
+
   // Graceful stop: busy connections close after their current exchanges, with "Connection:
   // close" on HTTP/1 and GOAWAY on HTTP/2 (a notice first, the last stream id a round trip
   // later); idle ones after limits().drain_idle_grace without a request, so that one already
@@ -116,6 +137,8 @@ private:
   std::unique_ptr<core::DeferredQueue> own_deferred_; // when the loop had none
   core::DeferredQueue* deferred_;
   std::vector<ClientConnection*> connections_; // index kept in each connection
+  std::vector<uint32_t> per_listener_;         // open connections by listener index
+  std::vector<Acceptor*> acceptors_;
   bool draining_ = false;
   std::function<void()> on_drained_;
 };

@@ -19,6 +19,7 @@ int status_for(UpstreamError e) {
   switch (e) {
   case UpstreamError::CONNECT_TIMEOUT:
   case UpstreamError::RESPONSE_TIMEOUT: return 504;
+  case UpstreamError::LOCAL_RESOURCES: return 503;
   default: return 502;
   }
 }
@@ -217,7 +218,7 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
     return;
   }
   retried_ = true;
-  pool_->metrics().errors[5].inc(); // retried
+  pool_->metrics().errors[metrics::kErrorRetried].inc();
   pool_->metrics().retries[static_cast<size_t>(*why)].inc();
   pool_ = next;
   phase_at_ = ev_time();

@@ -37,8 +37,8 @@ struct RetryPolicy {
 inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, UpstreamError e,
                                                Delivery delivery, std::string_view method,
                                                bool body_held) {
-  if (!body_held)
-    return std::nullopt;
+  if (!body_held || e == UpstreamError::LOCAL_RESOURCES)
+    return std::nullopt; // trying again at once would meet the same shortage
   switch (delivery) {
   case Delivery::NOT_DELIVERED:
     return is_connect_failure(e) ? RetryReason::CONNECT_FAILED : RetryReason::REFUSED_STREAM;

@@ -19,6 +19,9 @@ enum class UpstreamError : uint8_t {
   RESET,            // closed or reset before the response was complete: 502 (or a retry)
   RESPONSE_TIMEOUT, // no response byte in time: 504
   PROTOCOL_ERROR,   // not HTTP: 502
+  // The proxy itself is out of file descriptors or memory for a new connection: 503, and the
+  // endpoint is not held down (nothing is wrong with it).
+  LOCAL_RESOURCES,
 };
 
 const char* to_string(UpstreamError e);

@@ -23,6 +23,11 @@ constexpr double kLearnedFraction = 0.75;
 constexpr double kMinLearnedIdle = 0.2;
 } // namespace
 
+static_assert(static_cast<size_t>(UpstreamError::LOCAL_RESOURCES) + 1 == metrics::kErrorRetried,
+              "UpstreamError's values are the first metric error kinds, in order");
+static_assert(std::string_view(metrics::kUpstreamErrorKinds[metrics::kErrorQueueTimeout]) ==
+              "queue_timeout");
+
 const char* to_string(UpstreamError e) {
   switch (e) {
   case UpstreamError::CONNECT_REFUSED: return "connect_refused";
@@ -30,6 +35,7 @@ const char* to_string(UpstreamError e) {
   case UpstreamError::RESET: return "reset";
   case UpstreamError::RESPONSE_TIMEOUT: return "response_timeout";
   case UpstreamError::PROTOCOL_ERROR: return "protocol_error";
+  case UpstreamError::LOCAL_RESOURCES: return "local_resources";
   }
   return "unknown";
 }
@@ -97,7 +103,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
 
 void UpstreamPool::wait_for_room(UpstreamClient* client) {
   if (has_address_ && cluster_.queue_timeout <= 0) {
-    metrics_.errors[6].inc(); // queue_timeout
+    metrics_.errors[metrics::kErrorQueueTimeout].inc();
     client->on_queue_timeout();
     return;
   }
@@ -105,6 +111,11 @@ void UpstreamPool::wait_for_room(UpstreamClient* client) {
 }
 
 void UpstreamPool::refuse(UpstreamClient* client) {
+  if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+    metrics_.errors[static_cast<int>(UpstreamError::LOCAL_RESOURCES)].inc();
+    client->on_upstream_error(UpstreamError::LOCAL_RESOURCES, Delivery::NOT_DELIVERED);
+    return;
+  }
   note_connect_failed();
   metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
   client->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
@@ -449,7 +460,7 @@ void UpstreamPool::on_queue_timer() {
       c->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, Delivery::NOT_DELIVERED);
       continue;
     }
-    metrics_.errors[6].inc(); // queue_timeout
+    metrics_.errors[metrics::kErrorQueueTimeout].inc();
     c->on_queue_timeout();
   }
   arm_queue_timer();

@@ -33,7 +33,9 @@ class Proxy:
     """portico with one HTTP/1.1+h2c listener, optionally a TLS listener, one cluster."""
 
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
-                 server_options=None, extra_config="", listener_options=None):
+                 server_options=None, extra_config="", listener_options=None,
+                 command_prefix=()):
+        """command_prefix: run portico under it (["prlimit", "--nofile=64"])."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -58,7 +60,7 @@ class Proxy:
         self.config_path = os.path.join(self.tmp, "portico.toml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")
-        self.process = harness.Process([PORTICO, "-c", self.config_path],
+        self.process = harness.Process([*command_prefix, PORTICO, "-c", self.config_path],
                                        os.path.join(self.tmp, "portico.log"))
         try:
             harness.wait_until(

@@ -1,0 +1,154 @@
+"""Client connections are bounded (issue 10, item 5): at [server] max_connections or a
+listener's max_connections accepting pauses and the rest wait in the kernel's backlog, to be
+served once a connection closes; out of file descriptors (ulimit -n 64) the acceptor backs off
+instead of spinning on its level-triggered socket, logs it once per interval, answers a request
+whose upstream connect finds no descriptor with 503 without holding the endpoint down, and
+serves again once clients leave."""
+import http.client
+import json
+import select
+import socket
+import time
+import unittest
+
+import harness
+from proxy_harness import Proxy
+
+
+def admin(proxy, path):
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.admin_port, timeout=10)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
+
+
+def sample(text, name, **labels):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100.0
+
+
+def get(port, path="/hello", timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def open_idle(port, n):
+    socks = []
+    for _ in range(n):
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+    return socks
+
+
+class ConnectionLimits(unittest.TestCase):
+    def setUp(self):
+        self.backend = harness.Backend(workers=1)
+        self.addCleanup(self.backend.stop)
+
+    def test_max_connections_pauses_accepting_and_the_backlog_is_served_later(self):
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                      server_options={"max_connections": 5})
+        self.addCleanup(proxy.stop)
+        idle = open_idle(proxy.port, 5)
+        harness.wait_until(lambda: json.loads(admin(proxy, "/status"))["client_connections"] == 5,
+                           what="5 connections accepted")
+        # The sixth waits in the backlog: its request is not answered while the five stay.
+        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        self.addCleanup(waiting.close)
+        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        waiting.settimeout(0.5)
+        with self.assertRaises(socket.timeout):
+            waiting.recv(1)
+        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
+                                       "portico_client_connections_rejected_total",
+                                       reason="max_connections"), 1)
+        idle[0].close()
+        waiting.settimeout(10)
+        f = waiting.makefile("rb")
+        self.addCleanup(f.close)
+        r = harness.read_http1_response(f)
+        self.assertEqual((r.status, r.body), (200, b"hello world\n"))
+        for s in idle[1:]:
+            s.close()
+
+    def test_listener_max_connections(self):
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                      listener_options={"max_connections": 2})
+        self.addCleanup(proxy.stop)
+        idle = open_idle(proxy.port, 2)
+        harness.wait_until(lambda: json.loads(admin(proxy, "/status"))["client_connections"] == 2,
+                           what="2 connections accepted")
+        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        self.addCleanup(waiting.close)
+        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        waiting.settimeout(0.5)
+        with self.assertRaises(socket.timeout):
+            waiting.recv(1)
+        for s in idle:
+            s.close()
+        waiting.settimeout(10)
+        self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
+
+    def test_out_of_file_descriptors(self):
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                      command_prefix=["prlimit", "--nofile=64:64"])
+        self.addCleanup(proxy.stop)
+        clients = open_idle(proxy.port, 80)  # more than the proxy has descriptors for
+        try:
+            harness.wait_until(lambda: "Too many open files" in proxy.read_log(),
+                               what="the proxy to run out of descriptors")
+            # The acceptor backs off rather than spinning on a socket it cannot accept from.
+            cpu, start = cpu_seconds(proxy.pid), time.monotonic()
+            time.sleep(2)  # a measuring window, not synchronisation
+            used = cpu_seconds(proxy.pid) - cpu
+            self.assertLess(used, 0.3 * (time.monotonic() - start), f"{used} s of CPU in 2 s")
+            # A request on a connection it did accept needs an upstream descriptor too: 503,
+            # never 502 (the endpoint is fine). Those still in the backlog get nothing yet.
+            for c in clients:
+                c.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            answers, pending = [], list(clients)
+            timeout = 10  # for the first answer; then until no more come for a moment
+            while True:
+                ready = select.select(pending, [], [], timeout)[0]
+                if not ready:
+                    break
+                for c in ready:
+                    answers.append(c.recv(100).split(b"\r\n")[0])
+                    pending.remove(c)
+                timeout = 0.5
+            self.assertTrue(answers)
+            self.assertEqual(set(answers), {b"HTTP/1.1 503 Service Unavailable"})
+        finally:
+            for s in clients:
+                s.close()
+        # Once they are gone it serves again, and the endpoint was never held down.
+        harness.wait_until(lambda: get(proxy.port)[0] == 200, what="serving again")
+        doc = json.loads(admin(proxy, "/status"))
+        ep = doc["clusters"][0]["endpoints"][0]
+        self.assertEqual((ep["health"], ep["connect_failures"]), ("up", 0))
+        text = admin(proxy, "/metrics")
+        self.assertGreaterEqual(sample(text, "portico_client_connections_rejected_total",
+                                       reason="out_of_resources"), 1)
+        # (and more: requests of the backlog's connections, accepted while the others close)
+        self.assertGreaterEqual(
+            sample(text, "portico_upstream_errors_total", kind="local_resources"), len(answers))
+        # Logged once per interval, not once per failed accept.
+        self.assertLess(proxy.read_log().count("Too many open files"), 10)
+
+
+if __name__ == "__main__":
+    unittest.main()
