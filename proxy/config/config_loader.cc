@@ -2,9 +2,12 @@
 
 #include "metrics/histogram.h"
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define TOML_EXCEPTIONS 1
@@ -65,7 +68,7 @@ public:
       v = static_cast<double>(*n->value<int64_t>());
     else if (n->is_floating_point())
       v = *n->value<double>();
-    if (!v || *v < min || *v > max) {
+    if (!v || !std::isfinite(*v) || *v < min || *v > max) {
       error(n->source(), where + ": '" + std::string(key) + "' must be a number from " + trim(min) +
                              " to " + trim(max));
       return;
@@ -190,7 +193,15 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
     r.error(n->source(),
             w + ": trusted_proxies entry '" + trusted[i] + "' is not an address or ADDRESS/BITS");
   }
-  r.get_string(t, "request_id_header", s.request_id_header, w);
+  if (r.get_string(t, "request_id_header", s.request_id_header, w)) {
+    // Sent as an HTTP/2 field name too, where upper case is a protocol error.
+    bool ok = true;
+    for (char ch : s.request_id_header)
+      ok &= (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+    if (!ok)
+      r.error(t.get("request_id_header")->source(),
+              w + ": request_id_header must be a lower-case field name (a-z, 0-9, -, _), or \"\"");
+  }
   r.get_number(t, "h2_max_concurrent_streams", s.h2_max_concurrent_streams, w, 1, 65536);
 }
 
@@ -230,10 +241,18 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   std::string addr;
   if (r.get_string(t, "address", addr, w, true)) {
     std::string err;
-    if (auto a = core::parse_listen_address(addr, &err))
+    if (auto a = core::parse_listen_address(addr, &err)) {
       l.address = *a;
-    else
+      for (size_t i = 0; i < c.listeners.size(); ++i)
+        if (core::same_socket(c.listeners[i].address, *a))
+          r.error(t.get("address")->source(), w + ": address '" + addr + "' is also listener " +
+                                                  std::to_string(i + 1) + "'s ('" +
+                                                  c.listeners[i].address.text +
+                                                  "'): two listeners cannot share "
+                                                  "a socket");
+    } else {
       r.error(t.get("address")->source(), err);
+    }
   }
   if (const toml::table* tls = r.get_table(t, "tls", w)) {
     l.tls_enabled = true;
@@ -248,17 +267,39 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   c.listeners.push_back(std::move(l));
 }
 
-bool valid_endpoint(const std::string& e) {
-  if (e.starts_with("unix:"))
-    return e.size() > 6 && e[5] == '/';
+// Why e is not an endpoint (unix:/path, IP:PORT, [v6]:PORT or name:PORT), or "" when it is.
+std::string endpoint_error(const std::string& e) {
+  if (e.find("://") != std::string::npos)
+    return "is a URL; an endpoint is unix:/path or HOST:PORT";
+  if (e.starts_with("unix:")) {
+    if (e.size() == 5 || e[5] != '/')
+      return "needs an absolute path after unix:";
+    if (e.size() - 5 >= sizeof(sockaddr_un::sun_path))
+      return "has a unix socket path longer than " +
+             std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes";
+    return "";
+  }
   auto colon = e.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == e.size())
-    return false;
-  for (size_t i = colon + 1; i < e.size(); ++i)
-    if (e[i] < '0' || e[i] > '9')
-      return false;
-  int port = std::stoi(e.substr(colon + 1));
-  return port > 0 && port < 65536;
+  if (colon == std::string::npos || colon + 1 == e.size())
+    return "is not unix:/path or HOST:PORT";
+  int port = 0;
+  std::string_view digits(e.data() + colon + 1, e.size() - colon - 1);
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || p != digits.data() + digits.size() || port <= 0 || port > 65535)
+    return "has a port that is not 1 to 65535";
+  std::string_view host(e.data(), colon);
+  if (host.starts_with('[') != host.ends_with(']') ||
+      (!host.starts_with('[') && host.find(':') != std::string_view::npos))
+    return "needs brackets around an IPv6 address: [::1]:PORT";
+  if (host.starts_with('['))
+    host = host.substr(1, host.size() - 2);
+  if (host.empty())
+    return "has no host";
+  for (char ch : host)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != ':' &&
+        ch != '_')
+      return "has a host that is not an address or a DNS name";
+  return "";
 }
 
 void read_cluster(Reader& r, const toml::table& t, Config& c) {
@@ -278,10 +319,15 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   cl.endpoints = r.get_strings(t, "endpoints", cw);
   if (cl.endpoints.empty())
     r.error(t.source(), cw + ": 'endpoints' needs at least one endpoint");
-  for (const auto& e : cl.endpoints)
-    if (!valid_endpoint(e))
-      r.error(t.get("endpoints")->source(),
-              cw + ": endpoint '" + e + "' is not unix:/path or HOST:PORT");
+  for (size_t i = 0; i < cl.endpoints.size(); ++i) {
+    std::string why = endpoint_error(cl.endpoints[i]);
+    if (why.empty())
+      continue;
+    const toml::node* n = t.get("endpoints");
+    if (const toml::array* a = n->as_array(); a && i < a->size())
+      n = a->get(i); // point at the entry itself
+    r.error(n->source(), cw + ": endpoint '" + cl.endpoints[i] + "' " + why);
+  }
   if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1" &&
       cl.protocol != "h2c")
     r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\" or \"h2c\"");
@@ -395,6 +441,14 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
         r.error(a->get("address")->source(), err);
     }
     r.get_bool(*a, "enabled", c.admin.enabled, "[admin]");
+  }
+  if (c.admin.enabled) {
+    const toml::table* a = root.get_as<toml::table>("admin");
+    const toml::node* at = a && a->get("address") ? a->get("address") : &root;
+    for (const auto& l : c.listeners)
+      if (core::same_socket(l.address, c.admin.address))
+        r.error(at->source(), "[admin]: address '" + c.admin.address.text +
+                                  "' is also a listener's ('" + l.address.text + "')");
   }
   if (const toml::table* m = r.get_table(root, "metrics", "top level"))
     read_metrics(r, *m, c.metrics);

@@ -137,6 +137,11 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
       *error = "unix socket path must be absolute: " + a.text;
       return std::nullopt;
     }
+    if (rest.size() >= sizeof(sockaddr_un::sun_path)) {
+      *error = "unix socket path is " + std::to_string(rest.size()) + " bytes; at most " +
+               std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " fit: " + a.text;
+      return std::nullopt;
+    }
     a.path = std::string(rest);
     return a;
   }
@@ -155,10 +160,28 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
   }
   if (open_bracket)
     host = host.substr(1, host.size() - 2);
+  if (open_bracket && host.empty()) {
+    *error = "empty address in brackets: '" + a.text + "' (for every address, write *:PORT)";
+    return std::nullopt;
+  }
   if (host == "*")
     host = {};
   a.host = std::string(host);
   return a;
+}
+
+bool same_socket(const ListenAddress& a, const ListenAddress& b) {
+  if (a.kind != b.kind)
+    return false;
+  if (a.kind == ListenAddress::Kind::UNIX)
+    return a.path == b.path;
+  if (a.port != b.port)
+    return false;
+  auto v6 = [](const std::string& h) { return h.find(':') != std::string::npos; };
+  auto wildcard = [](const std::string& h) { return h.empty() || h == "0.0.0.0" || h == "::"; };
+  if (a.host == b.host || a.host.empty() || b.host.empty())
+    return true;
+  return v6(a.host) == v6(b.host) && (wildcard(a.host) || wildcard(b.host));
 }
 
 int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error) {

@@ -18,6 +18,11 @@ struct ListenAddress {
 
 std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error);
 
+// Whether binding both would take the same socket: the same unix path, or the same port where
+// the hosts are equal or one is a wildcard of the other's family. (SO_REUSEPORT would let both
+// bind, and split the connections between them.)
+bool same_socket(const ListenAddress& a, const ListenAddress& b);
+
 // Binds and listens. Returns the fd (non-blocking, close-on-exec) or -1 with *error set.
 // A stale unix socket file left by a dead server is replaced; a live one is an error.
 int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error);

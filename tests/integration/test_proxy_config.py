@@ -47,6 +47,32 @@ cluster = "app"
         r = run("-t", "-c", path)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_values_that_cannot_be_meant_are_errors_not_a_crash(self):
+        # On 8ea07b8 the 20-digit port ended -t on an uncaught std::stoi exception (SIGABRT).
+        path = self.write("""[server]
+keepalive_timeout = nan
+request_id_header = "X-Request-Id"
+
+[[listener]]
+address = "127.0.0.1:8080"
+
+[[listener]]
+address = "*:8080"
+
+[[cluster]]
+name = "app"
+endpoints = ["127.0.0.1:12345678901234567890", "http://app:80"]
+
+[[route]]
+cluster = "app"
+""")
+        r = run("-t", "-c", path)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        for where, what in (("2:21", "keepalive_timeout"), ("3:21", "lower-case"),
+                            ("9:11", "cannot share a socket"), ("13:14", "not 1 to 65535"),
+                            ("13:48", "is a URL")):
+            self.assertRegex(r.stderr, rf"p\.toml:{where}: .*{what}")
+
     def test_shipped_examples(self):
         r = run("-t", "-c", os.path.join(REPO, "conf", "sidecar.toml"))
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -1,0 +1,134 @@
+// Config values that cannot be meant are errors with FILE:LINE:COL (issue 10, item 9): NaN and
+// infinity, a 20-digit port, unix paths too long for sockaddr_un, "[]:80", a URL as an
+// endpoint, an upper-case request_id_header, two listeners on one socket, the admin address
+// on a listener's.
+#include "config/config_loader.h"
+
+#include <gtest/gtest.h>
+
+namespace portico::config {
+namespace {
+
+// A whole config around one changed part: {server} lines, {listeners}, {admin}, {endpoint}.
+std::string config(std::string_view server, std::string_view listeners, std::string_view admin,
+                   std::string_view endpoint) {
+  std::string out = "[server]\n";
+  out += server;
+  out += "\n";
+  out += listeners.empty() ? "[[listener]]\naddress = \"127.0.0.1:8080\"\n" : listeners;
+  out += "\n[admin]\n";
+  out += admin.empty() ? "address = \"127.0.0.1:9901\"" : admin;
+  out += "\n[[cluster]]\nname = \"app\"\nendpoints = [";
+  out += endpoint.empty() ? "\"127.0.0.1:9000\"" : endpoint;
+  out += "]\n[[route]]\ncluster = \"app\"\n";
+  return out;
+}
+
+// Parses text, expects failure, and returns the first error.
+std::string refused(const std::string& text) {
+  std::vector<std::string> errors;
+  auto c = parse_config(text, "t.toml", &errors);
+  EXPECT_FALSE(c) << text;
+  return errors.empty() ? "" : errors.front();
+}
+
+TEST(ConfigRefusals, TheBaseIsAccepted) {
+  std::vector<std::string> errors;
+  EXPECT_TRUE(parse_config(config("", "", "", ""), "t.toml", &errors)) << errors[0];
+}
+
+TEST(ConfigRefusals, NanAndInfinity) {
+  for (auto v : {"nan", "inf", "-inf", "+nan"}) {
+    std::string e = refused(config(std::string("keepalive_timeout = ") + v, "", "", ""));
+    EXPECT_TRUE(e.starts_with("t.toml:2:21: ")) << e;
+    EXPECT_NE(e.find("must be a number"), std::string::npos) << e;
+  }
+}
+
+TEST(ConfigRefusals, TwentyDigitPortInAnEndpoint) {
+  std::string e = refused(config("", "", "", "\"127.0.0.1:12345678901234567890\""));
+  EXPECT_NE(e.find("port that is not 1 to 65535"), std::string::npos) << e;
+  EXPECT_TRUE(e.starts_with("t.toml:10:14: ")) << e;
+}
+
+TEST(ConfigRefusals, TwentyDigitPortInAListener) {
+  std::string e =
+      refused(config("", "[[listener]]\naddress = \"127.0.0.1:12345678901234567890\"\n", "", ""));
+  EXPECT_TRUE(e.starts_with("t.toml:4:11: ")) << e;
+}
+
+TEST(ConfigRefusals, UnixPathTooLong) {
+  std::string path = "/" + std::string(107, 'a');
+  std::string e = refused(config("", "[[listener]]\naddress = \"unix:" + path + "\"\n", "", ""));
+  EXPECT_NE(e.find("at most 107 fit"), std::string::npos) << e;
+  e = refused(config("", "", "", "\"unix:" + path + "\""));
+  EXPECT_NE(e.find("longer than 107 bytes"), std::string::npos) << e;
+  // 107 bytes fit.
+  std::vector<std::string> errors;
+  EXPECT_TRUE(
+      parse_config(config("", "", "", "\"unix:/" + std::string(106, 'a') + "\""), "t", &errors));
+}
+
+TEST(ConfigRefusals, EmptyBrackets) {
+  std::string e = refused(config("", "[[listener]]\naddress = \"[]:80\"\n", "", ""));
+  EXPECT_NE(e.find("empty address in brackets"), std::string::npos) << e;
+  e = refused(config("", "", "", "\"[]:80\""));
+  EXPECT_NE(e.find("has no host"), std::string::npos) << e;
+}
+
+TEST(ConfigRefusals, UrlAsAnEndpoint) {
+  std::string e = refused(config("", "", "", "\"127.0.0.1:9000\", \"http://app:8080\""));
+  EXPECT_NE(e.find("endpoint 'http://app:8080' is a URL"), std::string::npos) << e;
+  EXPECT_TRUE(e.starts_with("t.toml:10:32: ")) << e; // the entry itself
+}
+
+TEST(ConfigRefusals, UnbracketedIpv6Endpoint) {
+  std::string e = refused(config("", "", "", "\"::1:80\""));
+  EXPECT_NE(e.find("brackets"), std::string::npos) << e;
+  std::vector<std::string> errors;
+  EXPECT_TRUE(parse_config(config("", "", "", "\"[::1]:80\""), "t", &errors));
+}
+
+TEST(ConfigRefusals, UpperCaseRequestIdHeader) {
+  std::string e = refused(config("request_id_header = \"X-Request-Id\"", "", "", ""));
+  EXPECT_TRUE(e.starts_with("t.toml:2:21: ")) << e;
+  EXPECT_NE(e.find("lower-case"), std::string::npos) << e;
+  std::vector<std::string> errors;
+  EXPECT_TRUE(parse_config(config("request_id_header = \"\"", "", "", ""), "t", &errors));
+}
+
+TEST(ConfigRefusals, TwoListenersOnOneSocket) {
+  std::string two = "[[listener]]\naddress = \"127.0.0.1:8443\"\n"
+                    "[[listener]]\naddress = \"127.0.0.1:8443\"\ntls = {}\n";
+  std::string e = refused(config("", two, "", ""));
+  EXPECT_TRUE(e.starts_with("t.toml:6:11: ")) << e;
+  EXPECT_NE(e.find("cannot share a socket"), std::string::npos) << e;
+  // A wildcard takes the port on every address of its family.
+  e = refused(config("",
+                     "[[listener]]\naddress = \"*:80\"\n[[listener]]\naddress = "
+                     "\"127.0.0.1:80\"\n",
+                     "", ""));
+  EXPECT_NE(e.find("cannot share a socket"), std::string::npos) << e;
+  e = refused(config("",
+                     "[[listener]]\naddress = \"0.0.0.0:80\"\n[[listener]]\naddress = "
+                     "\"127.0.0.1:80\"\n",
+                     "", ""));
+  EXPECT_NE(e.find("cannot share a socket"), std::string::npos) << e;
+  // Different ports, or v4 and v6 addresses, are fine.
+  std::vector<std::string> errors;
+  EXPECT_TRUE(parse_config(config("",
+                                  "[[listener]]\naddress = \"0.0.0.0:80\"\n[[listener]]\n"
+                                  "address = \"[::]:80\"\n[[listener]]\naddress = \"0.0.0.0:81\"\n",
+                                  "", ""),
+                           "t", &errors))
+      << errors[0];
+}
+
+TEST(ConfigRefusals, AdminOnAListenersAddress) {
+  std::string e = refused(config("", "", "address = \"127.0.0.1:8080\"", ""));
+  EXPECT_TRUE(e.starts_with("t.toml:7:11: ")) << e;
+  EXPECT_NE(e.find("is also a listener's"), std::string::npos) << e;
+}
+
+} // namespace
+} // namespace portico::config
