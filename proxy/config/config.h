@@ -15,10 +15,23 @@ struct SniCertificate {
   std::string private_key;
 };
 
+// Mozilla's "intermediate" choice for TLS 1.2: ECDHE key exchange and AEAD ciphers only, which
+// is also what RFC 9113 9.2.2 leaves h2 (its Appendix A blocklist is everything else).
+inline constexpr const char* kDefaultTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+inline constexpr const char* kDefaultTls13Ciphersuites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
 struct TlsConfig {
   std::string certificate; // the default certificate
   std::string private_key;
   std::vector<SniCertificate> sni;
+  int min_version = 0x0303;                             // TLS1_2_VERSION; "1.3" is 0x0304
+  std::string ciphers = kDefaultTls12Ciphers;           // TLS 1.2, OpenSSL's cipher list syntax
+  std::string ciphersuites = kDefaultTls13Ciphersuites; // TLS 1.3
+  std::string ocsp_staple;                              // a DER OCSP response to staple, "" = none
+  double ticket_key_rotation = 3600; // seconds; the previous key is still accepted
 };
 
 struct ListenerConfig {
@@ -89,6 +102,8 @@ struct ServerConfig {
 
 struct Config {
   std::string path;
+  // Not errors, but worth saying (a private key every user can read): FILE:LINE:COL: warning.
+  std::vector<std::string> warnings;
   ServerConfig server;
   std::vector<ListenerConfig> listeners;
   AdminConfig admin;

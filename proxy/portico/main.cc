@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", e.c_str());
     return 1;
   }
+  for (const auto& w : cfg->warnings)
+    std::fprintf(stderr, "%s\n", w.c_str());
   // TLS contexts are made before anything starts, so a bad certificate fails -t as well.
   std::vector<std::unique_ptr<tls::TlsContext>> tls_contexts(cfg->listeners.size());
   for (size_t i = 0; i < cfg->listeners.size(); ++i) {
@@ -146,7 +148,10 @@ int main(int argc, char** argv) {
   int code;
   {
     std::vector<std::vector<proxy::ProxyWorker::Listen>> per_worker = fds;
-    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd, access_log_fds);
+    std::vector<tls::TlsContext*> tls;
+    for (auto& t : tls_contexts)
+      tls.push_back(t.get());
+    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd, access_log_fds, tls);
     code = supervisor.run();
   }
   std::set<int> open_fds; // a unix socket is shared by the workers: close it once

@@ -13,7 +13,8 @@ constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP};
 
 Supervisor::Supervisor(const config::Config& cfg,
                        std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd,
-                       const std::vector<int>& access_log_fds)
+                       const std::vector<int>& access_log_fds,
+                       const std::vector<tls::TlsContext*>& tls)
     : cfg_(cfg), bounds_(cfg.metrics.enabled ? cfg.metrics.buckets : std::vector<double>{}) {
   // signalfd: the signals stay blocked in every thread and arrive here as file events.
   loop_ = ev_default_loop(EVFLAG_SIGNALFD);
@@ -39,6 +40,17 @@ Supervisor::Supervisor(const config::Config& cfg,
     admin_ctx_ = std::make_unique<server::ServerContext>(loop_, *admin_, limits);
     admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
   }
+  for (size_t i = 0; i < tls.size() && i < cfg.listeners.size(); ++i) {
+    if (!tls[i])
+      continue;
+    auto r = std::make_unique<Rotation>();
+    r->ctx = tls[i];
+    double every = cfg.listeners[i].tls.ticket_key_rotation;
+    ev_timer_init(&r->timer, rotate_cb, every, every);
+    r->timer.data = r.get();
+    ev_timer_start(loop_, &r->timer);
+    rotations_.push_back(std::move(r));
+  }
   for (size_t i = 0; i < std::size(kSignals); ++i) {
     ev_signal_init(&signals_[i], signal_cb, kSignals[i]);
     signals_[i].data = this;
@@ -54,6 +66,12 @@ Supervisor::~Supervisor() {
     ev_signal_stop(loop_, &s);
   ev_async_stop(loop_, &done_);
   ev_timer_stop(loop_, &grace_);
+  for (auto& r : rotations_)
+    ev_timer_stop(loop_, &r->timer);
+}
+
+void Supervisor::rotate_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Rotation*>(w->data)->ctx->rotate_ticket_keys();
 }
 
 int Supervisor::run() {

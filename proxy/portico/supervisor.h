@@ -7,6 +7,7 @@
 #include "portico/proxy_worker.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
+#include "tls/tls_context.h"
 
 #include <ev.h>
 #include <memory>
@@ -16,9 +17,11 @@ namespace portico::proxy {
 
 class Supervisor {
 public:
-  // listens: per worker, its sockets; admin_fd: -1 when the admin endpoint is off.
+  // listens: per worker, its sockets; admin_fd: -1 when the admin endpoint is off; tls: each
+  // listener's TLS context or null, whose ticket keys this thread rotates.
   Supervisor(const config::Config& cfg, std::vector<std::vector<ProxyWorker::Listen>> listens,
-             int admin_fd, const std::vector<int>& access_log_fds);
+             int admin_fd, const std::vector<int>& access_log_fds,
+             const std::vector<tls::TlsContext*>& tls);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -30,6 +33,7 @@ private:
   static void signal_cb(struct ev_loop* loop, ev_signal* w, int revents);
   static void done_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void grace_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void rotate_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_signal(int sig);
   void on_worker_done();
 
@@ -43,6 +47,11 @@ private:
   ev_signal signals_[4];
   ev_async done_;
   ev_timer grace_;
+  struct Rotation {
+    ev_timer timer;
+    tls::TlsContext* ctx;
+  };
+  std::vector<std::unique_ptr<Rotation>> rotations_;
   bool draining_ = false;
 };
 

@@ -2,6 +2,9 @@
 
 #include "http/header.h"
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <openssl/err.h>
 
 namespace portico::tls {
@@ -19,13 +22,31 @@ std::string openssl_error() {
 // ALPN protocols we speak, in wire format, best first.
 constexpr unsigned char kAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-SSL_CTX* new_ctx(const std::string& cert, const std::string& key, std::string* error) {
+} // namespace
+
+bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
+  if (pattern.starts_with("*.")) {
+    auto dot = name.find('.');
+    return dot != std::string_view::npos && dot > 0 &&
+           http::iequals(name.substr(dot), pattern.substr(1));
+  }
+  return http::iequals(pattern, name);
+}
+
+SSL_CTX* TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert,
+                             const std::string& key, std::string* error) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
     *error = "SSL_CTX_new: " + openssl_error();
     return nullptr;
   }
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_min_proto_version(ctx, cfg.min_version);
+  if (SSL_CTX_set_cipher_list(ctx, cfg.ciphers.c_str()) != 1 ||
+      SSL_CTX_set_ciphersuites(ctx, cfg.ciphersuites.c_str()) != 1) {
+    *error = "ciphers: " + openssl_error();
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
   // RFC 9113 9.2: no compression, no renegotiation; these also suit HTTP/1.1.
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                SSL_OP_CIPHER_SERVER_PREFERENCE);
@@ -46,27 +67,42 @@ SSL_CTX* new_ctx(const std::string& cert, const std::string& key, std::string* e
     SSL_CTX_free(ctx);
     return nullptr;
   }
+  tickets_.install(ctx);
+  if (!ocsp_.empty()) {
+    SSL_CTX_set_tlsext_status_cb(ctx, ocsp_cb);
+    SSL_CTX_set_tlsext_status_arg(ctx, this);
+  }
   return ctx;
 }
 
-} // namespace
-
-bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
-  if (pattern.starts_with("*.")) {
-    auto dot = name.find('.');
-    return dot != std::string_view::npos && dot > 0 &&
-           http::iequals(name.substr(dot), pattern.substr(1));
-  }
-  return http::iequals(pattern, name);
+bool TlsContext::h2_allows(const SSL_CIPHER* c) {
+  if (!c)
+    return false;
+  if (SSL_CIPHER_get_protocol_id(c) >> 8 == 0x13)
+    return true; // a TLS 1.3 suite
+  int kx = SSL_CIPHER_get_kx_nid(c);
+  return SSL_CIPHER_is_aead(c) && (kx == NID_kx_ecdhe || kx == NID_kx_dhe);
 }
 
 std::unique_ptr<TlsContext> TlsContext::create(const config::TlsConfig& cfg, std::string* error) {
   std::unique_ptr<TlsContext> t(new TlsContext);
-  t->ctx_ = new_ctx(cfg.certificate, cfg.private_key, error);
+  if (!cfg.ocsp_staple.empty()) {
+    std::ifstream in(cfg.ocsp_staple, std::ios::binary);
+    t->ocsp_.assign(std::istreambuf_iterator<char>(in), {});
+    if (!in.good() && !in.eof()) {
+      *error = cfg.ocsp_staple + ": cannot be read";
+      return nullptr;
+    }
+    if (t->ocsp_.empty()) {
+      *error = cfg.ocsp_staple + ": empty OCSP response";
+      return nullptr;
+    }
+  }
+  t->ctx_ = t->new_ctx(cfg, cfg.certificate, cfg.private_key, error);
   if (!t->ctx_)
     return nullptr;
   for (const auto& s : cfg.sni) {
-    SSL_CTX* c = new_ctx(s.certificate, s.private_key, error);
+    SSL_CTX* c = t->new_ctx(cfg, s.certificate, s.private_key, error);
     if (!c)
       return nullptr;
     t->sni_.push_back({s.server_names, c});
@@ -106,12 +142,28 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
   return SSL_TLSEXT_ERR_OK;
 }
 
-int TlsContext::alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen,
+int TlsContext::alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                                const unsigned char* in, unsigned int inlen, void*) {
   unsigned char* sel = nullptr;
-  if (SSL_select_next_proto(&sel, outlen, kAlpn, sizeof kAlpn, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+  // The cipher is chosen by now (OpenSSL selects ALPN after it): one h2 may not use leaves
+  // HTTP/1.1 only.
+  bool h2 = SSL_version(ssl) >= TLS1_3_VERSION || h2_allows(SSL_get_pending_cipher(ssl));
+  const unsigned char* ours = h2 ? kAlpn : kAlpn + 3;
+  unsigned int ours_len = h2 ? sizeof kAlpn : sizeof kAlpn - 3;
+  if (SSL_select_next_proto(&sel, outlen, ours, ours_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
     return SSL_TLSEXT_ERR_NOACK; // a client offering neither: go on without ALPN (HTTP/1.1)
   *out = sel;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+int TlsContext::ocsp_cb(SSL* ssl, void* arg) {
+  const std::string& der = static_cast<TlsContext*>(arg)->ocsp_;
+  // OpenSSL takes ownership of the copy.
+  auto* copy = static_cast<unsigned char*>(OPENSSL_malloc(der.size()));
+  if (!copy)
+    return SSL_TLSEXT_ERR_NOACK;
+  std::memcpy(copy, der.data(), der.size());
+  SSL_set_tlsext_status_ocsp_resp(ssl, copy, static_cast<long>(der.size()));
   return SSL_TLSEXT_ERR_OK;
 }
 

@@ -4,6 +4,7 @@
 // resumption (stateless tickets, and a server-side cache). One context is shared by every
 // worker thread: OpenSSL contexts are safe to share once built.
 #include "config/config.h"
+#include "tls/ticket_keys.h"
 
 #include <memory>
 #include <openssl/ssl.h>
@@ -21,6 +22,12 @@ public:
   TlsContext& operator=(const TlsContext&) = delete;
 
   SSL_CTX* get() const { return ctx_; }
+  // From the main thread, every ticket_key_rotation seconds.
+  void rotate_ticket_keys() { tickets_.rotate(); }
+
+  // RFC 9113 9.2.2: h2 over TLS 1.2 only with an ephemeral key exchange and an AEAD cipher
+  // (everything else is Appendix A's blocklist).
+  static bool h2_allows(const SSL_CIPHER* cipher);
 
   // The SNI name against a certificate pattern: exact, or one leftmost label for "*.".
   static bool name_matches(std::string_view pattern, std::string_view name);
@@ -30,6 +37,9 @@ private:
   static int servername_cb(SSL* ssl, int* alert, void* arg);
   static int alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                             const unsigned char* in, unsigned int inlen, void* arg);
+  static int ocsp_cb(SSL* ssl, void* arg);
+  SSL_CTX* new_ctx(const config::TlsConfig& cfg, const std::string& cert, const std::string& key,
+                   std::string* error);
 
   struct Named {
     std::vector<std::string> names;
@@ -37,6 +47,8 @@ private:
   };
   SSL_CTX* ctx_ = nullptr;
   std::vector<Named> sni_;
+  TicketKeys tickets_;
+  std::string ocsp_; // the DER response stapled when a client asks, "" for none
 };
 
 } // namespace portico::tls

@@ -34,8 +34,10 @@ class Proxy:
 
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
-                 command_prefix=()):
-        """command_prefix: run portico under it (["prlimit", "--nofile=64"])."""
+                 command_prefix=(), tls_options=None, certificate=None):
+        """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
+        more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
+        certificate: (cert, key) files for it instead of a self-signed pair made here."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -47,10 +49,11 @@ class Proxy:
         for k, v in (listener_options or {}).items():
             lines.append(f"{k} = {v}")
         if tls:
-            self.cert, self.key = make_certificate(self.tmp)
+            self.cert, self.key = certificate or make_certificate(self.tmp)
             lines += ["", "[[listener]]", f'address = "127.0.0.1:{self.tls_port}"',
                       f"tls = {{ certificate = {toml_string(self.cert)}, "
-                      f"private_key = {toml_string(self.key)} }}"]
+                      f"private_key = {toml_string(self.key)}" +
+                      "".join(f", {k} = {v}" for k, v in (tls_options or {}).items()) + " }"]
         lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
                   "[[cluster]]", 'name = "app"',
                   "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]
