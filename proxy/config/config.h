@@ -98,6 +98,9 @@ struct ServerConfig {
   std::string request_id_header = "x-request-id";
   int h2_max_concurrent_streams = 100; // nghttpx's and nginx's default
   int max_connections = 0; // client connections, whole process (split across workers); 0 = none
+  // Buffer memory for the whole process, past which accepting pauses; 0 = none.
+  double max_buffer_memory = 1 << 30;
+  double max_buffered_response_bytes = 4 << 20; // per connection or stream, then it is aborted
 };
 
 struct Config {

@@ -176,7 +176,8 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.only_keys(t,
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
-               "h2_max_concurrent_streams", "send_timeout", "max_connections"},
+               "h2_max_concurrent_streams", "send_timeout", "max_connections", "max_buffer_memory",
+               "max_buffered_response_bytes"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
@@ -184,6 +185,8 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.get_number(t, "header_timeout", s.header_timeout, w, 0.001, 86400);
   r.get_number(t, "send_timeout", s.send_timeout, w, 0.001, 86400);
   r.get_number(t, "max_connections", s.max_connections, w, 0, 10000000);
+  r.get_number(t, "max_buffer_memory", s.max_buffer_memory, w, 0, 1e15);
+  r.get_number(t, "max_buffered_response_bytes", s.max_buffered_response_bytes, w, 1 << 20, 1e12);
   r.get_number(t, "max_header_bytes", s.max_header_bytes, w, 1024, 1 << 20);
   r.get_number(t, "max_body_bytes", s.max_body_bytes, w, -1, 1e15);
   r.get_bool(t, "via", s.add_via, w);

@@ -17,10 +17,12 @@ Block* BlockPool::get() {
   }
   b->next = nullptr;
   b->begin = b->end = 0;
+  count(1);
   return b;
 }
 
 void BlockPool::put(Block* b) {
+  count(-1);
   if (free_count_ >= kMaxFree) {
     delete b;
     return;

@@ -1,5 +1,6 @@
 #include "metrics/exposition.h"
 
+#include "core/block_pool.h"
 #include "metrics/metric_family.h"
 
 #include <algorithm>
@@ -305,6 +306,26 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     goaways.metric.push_back(std::move(m));
   }
   out.push_back(std::move(goaways));
+
+  auto buffers = family("portico_buffer_bytes",
+                        "Memory in I/O buffers (request and response bytes on their way), all "
+                        "worker threads together.",
+                        MetricType::Gauge);
+  auto aborts = family("portico_buffer_limit_exceeded_total",
+                       "Responses cut because one connection or stream held more than "
+                       "max_buffered_response_bytes.",
+                       MetricType::Counter);
+  int64_t blocks = 0;
+  uint64_t cut = 0;
+  for (const auto* s : servers) {
+    blocks += s->buffer_blocks.load(std::memory_order_relaxed);
+    cut += s->buffer_limit_aborts.get();
+  }
+  buffers.metric.push_back(
+      value_metric(static_cast<double>(std::max<int64_t>(0, blocks)) * sizeof(core::Block), false));
+  aborts.metric.push_back(value_metric(static_cast<double>(cut), true));
+  out.push_back(std::move(buffers));
+  out.push_back(std::move(aborts));
 
   auto rejected = family("portico_client_connections_rejected_total",
                          "Times accepting client connections paused: at max_connections, or out "

@@ -1,5 +1,7 @@
 #include "portico/proxy_worker.h"
 
+#include "core/block_pool.h"
+
 #include <unistd.h>
 
 namespace portico::proxy {
@@ -13,6 +15,9 @@ uint32_t share(int limit, int workers) {
 server::ServerLimits limits_from(const config::Config& cfg, int workers) {
   server::ServerLimits l;
   l.max_connections = share(cfg.server.max_connections, workers);
+  double blocks = cfg.server.max_buffer_memory / sizeof(core::Block);
+  l.max_buffer_blocks = blocks > 0 ? static_cast<int64_t>(blocks / workers) + 1 : 0;
+  l.max_buffered_response_bytes = static_cast<size_t>(cfg.server.max_buffered_response_bytes);
   for (const auto& listener : cfg.listeners)
     l.listener_max_connections.push_back(share(listener.max_connections, workers));
   l.keepalive_timeout = cfg.server.keepalive_timeout;
@@ -76,7 +81,9 @@ void ProxyWorker::start() {
 }
 
 void ProxyWorker::run() {
+  core::BlockPool::local().publish_to(&ctx_->stats().buffer_blocks);
   ev_run(loop_, 0);
+  core::BlockPool::local().publish_to(nullptr);
   finished_.store(true, std::memory_order_release);
   ev_async_send(main_loop_, done_);
 }

@@ -17,6 +17,7 @@ constexpr int kAcceptsPerWakeup = 64;
 constexpr ev_tstamp kFirstBackoff = 0.05;
 constexpr ev_tstamp kMaxBackoff = 1.0;
 constexpr ev_tstamp kReportInterval = 1.0; // at most one log line per acceptor this often
+constexpr ev_tstamp kMemoryRecheck = 0.1;
 
 bool out_of_resources(int err) {
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
@@ -64,7 +65,7 @@ void Acceptor::start() {
   if (epfd_ < 0)
     return;
   started_ = true;
-  at_limit_ = !ctx_.may_accept(listener_);
+  at_limit_ = ctx_.may_accept(listener_) == ClientRejection::AT_LIMIT;
   if (!at_limit_)
     ev_io_start(ctx_.loop(), &io_);
 }
@@ -77,7 +78,7 @@ void Acceptor::stop() {
 }
 
 void Acceptor::on_room() {
-  if (!at_limit_ || !ctx_.may_accept(listener_))
+  if (!at_limit_ || ctx_.may_accept(listener_) != ClientRejection::COUNT)
     return;
   at_limit_ = false;
   if (started_ && !ev_is_active(&backoff_))
@@ -88,12 +89,21 @@ void Acceptor::on_ready() {
   epoll_event ev;
   ::epoll_wait(epfd_, &ev, 1, 0); // collect the wakeup; the listen socket is level-triggered
   for (int i = 0; i < kAcceptsPerWakeup; ++i) {
-    if (!ctx_.may_accept(listener_)) {
+    switch (ClientRejection why = ctx_.may_accept(listener_)) {
+    case ClientRejection::AT_LIMIT:
       // The rest wait in the kernel's backlog until a connection here closes (on_room).
       at_limit_ = true;
       ev_io_stop(ctx_.loop(), &io_);
-      ctx_.stats().count(ClientRejection::AT_LIMIT);
+      ctx_.stats().count(why);
       return;
+    case ClientRejection::MEMORY:
+      // Buffers drain without a connection closing: look again shortly.
+      ev_io_stop(ctx_.loop(), &io_);
+      ev_timer_set(&backoff_, kMemoryRecheck, 0);
+      ev_timer_start(ctx_.loop(), &backoff_);
+      ctx_.stats().count(why);
+      return;
+    default: break;
     }
     sockaddr_storage peer;
     socklen_t len = sizeof peer;

@@ -168,6 +168,11 @@ void ClientConnection::close_now() {
   ctx_.mark_dirty(this); // the context destroys it after this iteration
 }
 
+void ClientConnection::close_soon() {
+  close_soon_ = true;
+  want_flush();
+}
+
 void ClientConnection::drain() {
   if (close_state_ != CloseState::OPEN)
     return;
@@ -443,6 +448,8 @@ void ClientConnection::on_timer() {
 }
 
 void ClientConnection::run_deferred() {
+  if (close_soon_ && close_state_ != CloseState::CLOSED)
+    close_now();
   if (close_state_ == CloseState::CLOSED) {
     ctx_.destroy(this);
     return;

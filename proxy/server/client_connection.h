@@ -52,6 +52,9 @@ public:
   void close_after_flush(bool linger);
   // Close now, dropping queued output.
   void close_now();
+  // close_now() from the loop's deferral queue: for a caller whose own caller may still use
+  // what the close would destroy (an exchange's listener in the middle of a callback).
+  void close_soon();
   bool closing() const { return close_state_ != CloseState::OPEN; }
   // Switch to HTTP/2 after an HTTP/1 "Upgrade: h2c" (the 101 is already queued).
   void upgrade_to_h2(const UpgradeToH2& up);
@@ -126,6 +129,7 @@ private:
   bool reading_paused_ = false;
   bool input_pending_ = false;
   bool eof_ = false;
+  bool close_soon_ = false;
   friend class ServerContext;
 };
 

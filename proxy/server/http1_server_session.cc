@@ -32,6 +32,13 @@ void Http1Exchange::send_body(std::string_view data) {
   if (!head_sent_ || response_ended_ || no_body_ || data.empty())
     return;
   auto& out = session_.conn_.output();
+  auto& ctx = session_.conn_.context();
+  if (out.size() + data.size() > ctx.limits().max_buffered_response_bytes) {
+    // A producer that ignored the watermarks: the response is cut, not grown without bound.
+    ctx.stats().buffer_limit_aborts.inc();
+    session_.conn_.close_soon();
+    return;
+  }
   if (chunked_)
     http::append_chunk(out, data);
   else

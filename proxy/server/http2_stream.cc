@@ -1,6 +1,8 @@
 #include "server/http2_stream.h"
 
+#include "server/client_connection.h"
 #include "server/http2_server_session.h"
+#include "server/server_context.h"
 
 #include <vector>
 
@@ -66,6 +68,15 @@ void Http2Stream::send_head(const http::ResponseHead& head) {
 void Http2Stream::send_body(std::string_view data) {
   if (!has_provider_ || response_ended_ || data.empty())
     return;
+  auto& ctx = session_->connection().context();
+  if (body_.size() + data.size() > ctx.limits().max_buffered_response_bytes) {
+    // A producer that ignored the watermarks: this stream goes (the reset closes it later, in
+    // the session's own time), the connection and its other streams stay.
+    ctx.stats().buffer_limit_aborts.inc();
+    has_provider_ = false; // nothing more is taken
+    session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
   body_.append(data);
   if (send_waiting_since_ == 0)
     send_waiting_since_ = ev_now(loop_);

@@ -35,14 +35,17 @@ void ServerContext::mark_dirty(ClientConnection* c) {
   deferred_->add(c);
 }
 
-bool ServerContext::may_accept(uint16_t listener) const {
+ClientRejection ServerContext::may_accept(uint16_t listener) const {
   if (limits_.max_connections && connections_.size() >= limits_.max_connections)
-    return false;
+    return ClientRejection::AT_LIMIT;
+  if (limits_.max_buffer_blocks &&
+      stats_.buffer_blocks.load(std::memory_order_relaxed) >= limits_.max_buffer_blocks)
+    return ClientRejection::MEMORY;
   uint32_t cap = listener < limits_.listener_max_connections.size()
                      ? limits_.listener_max_connections[listener]
                      : 0;
   uint32_t open = listener < per_listener_.size() ? per_listener_[listener] : 0;
-  return cap == 0 || open < cap;
+  return cap == 0 || open < cap ? ClientRejection::COUNT : ClientRejection::AT_LIMIT;
 }
 
 void ServerContext::destroy(ClientConnection* c) {

@@ -40,6 +40,11 @@ struct ServerLimits {
   // At the limit accepting pauses; the kernel's backlog holds the rest.
   uint32_t max_connections = 0;
   std::vector<uint32_t> listener_max_connections;
+  // Buffer blocks this context's thread may hold before it stops accepting (0: no limit), and
+  // the response bytes one connection or stream may hold before it is aborted: a producer
+  // that ignores the watermarks cannot take the memory of the rest.
+  int64_t max_buffer_blocks = 0;
+  size_t max_buffered_response_bytes = 4 << 20;
   std::string server_name = "portico"; // the Server header
 };
 
@@ -58,10 +63,12 @@ static_assert(std::size(kClientTimeoutKinds) == static_cast<size_t>(ClientTimeou
 // Why a client connection was not taken at once; kClientRejections names them in order.
 enum class ClientRejection : uint8_t {
   AT_LIMIT,         // max_connections (the process's or a listener's): accepting paused
+  MEMORY,           // max_buffer_memory: accepting paused until buffers drain
   OUT_OF_RESOURCES, // accept failed for want of file descriptors or memory: backing off
   COUNT
 };
-inline constexpr const char* kClientRejections[] = {"max_connections", "out_of_resources"};
+inline constexpr const char* kClientRejections[] = {"max_connections", "buffer_memory",
+                                                    "out_of_resources"};
 
 // HTTP/2 GOAWAY frames sent to clients, by error code; kGoawayReasons names them in order.
 inline constexpr const char* kGoawayReasons[] = {"no_error", "protocol_error", "flow_control_error",
@@ -80,6 +87,8 @@ struct ServerStats {
   core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
   core::Counter h2_goaways[std::size(kGoawayReasons)];
   core::Counter rejected[static_cast<size_t>(ClientRejection::COUNT)];
+  std::atomic<int64_t> buffer_blocks{0}; // the thread's BlockPool in_use(), published by it
+  core::Counter buffer_limit_aborts;     // exchanges aborted at max_buffered_response_bytes
   void count(ClientRejection r) { rejected[static_cast<size_t>(r)].inc(); }
   void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };
@@ -116,7 +125,8 @@ public:
   // a limit), and asked before each accept whether one more fits.
   void add_acceptor(Acceptor* a) { acceptors_.push_back(a); }
   void remove_acceptor(Acceptor* a) { std::erase(acceptors_, a); }
-  bool may_accept(uint16_t listener) const;
+  // AT_LIMIT or MEMORY when one more connection does not fit now, else COUNT.
+  ClientRejection may_accept(uint16_t listener) const;
 
   // Graceful stop: busy connections close after their current exchanges, with "Connection:
   // close" on HTTP/1 and GOAWAY on HTTP/2 (a notice first, the last stream id a round trip

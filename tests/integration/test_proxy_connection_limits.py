@@ -26,6 +26,8 @@ def admin(proxy, path):
 
 def sample(text, name, **labels):
     for line in text.splitlines():
+        if line.startswith(name + " ") and not labels:
+            return float(line.rsplit(" ", 1)[1])
         if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
@@ -84,6 +86,36 @@ class ConnectionLimits(unittest.TestCase):
         self.assertEqual((r.status, r.body), (200, b"hello world\n"))
         for s in idle[1:]:
             s.close()
+
+    def test_buffer_memory_cap_pauses_accepting_until_buffers_drain(self):
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                      server_options={"max_buffer_memory": 2 << 20})
+        self.addCleanup(proxy.stop)
+        readers = []
+        for _ in range(12):  # each holds ~256 KiB of response it does not read
+            s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(b"GET /bytes?n=100000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            readers.append(s)
+        harness.wait_until(
+            lambda: sample(admin(proxy, "/metrics"), "portico_buffer_bytes") >= 2 << 20,
+            what="buffers above the cap")
+        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        self.addCleanup(waiting.close)
+        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        waiting.settimeout(0.5)
+        with self.assertRaises(socket.timeout):
+            waiting.recv(1)
+        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
+                                       "portico_client_connections_rejected_total",
+                                       reason="buffer_memory"), 1)
+        for s in readers:
+            s.close()
+        waiting.settimeout(10)
+        self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
+        harness.wait_until(
+            lambda: sample(admin(proxy, "/metrics"), "portico_buffer_bytes") < 1 << 20,
+            what="buffers given back")
 
     def test_listener_max_connections(self):
         proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
