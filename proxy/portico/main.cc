@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <set>
+#include <sys/resource.h>
 #include <string_view>
 #include <unistd.h>
 
@@ -83,6 +85,24 @@ int main(int argc, char** argv) {
 
   int workers = cfg->server.workers > 0 ? cfg->server.workers
                                         : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
+  // Like HAProxy's maxconn from ulimit -n: by default as many client connections as the
+  // open-file limit leaves room for, each with an upstream connection, after the descriptors
+  // the process needs itself (listeners, loops, logs, the admin endpoint's 32). At that limit
+  // accepting pauses; running out of descriptors is left to the rare burst of idle upstreams.
+  if (cfg->server.max_connections == 0) {
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+      long own = 16 + 32 + static_cast<long>(workers) *
+                               (3 + 2 * static_cast<long>(cfg->listeners.size()));
+      long room = (static_cast<long>(nofile.rlim_cur) - own) / 2;
+      cfg->server.max_connections = static_cast<int>(std::clamp(room, 1L, 10000000L));
+      std::fprintf(stderr,
+                   "portico: max_connections %d (from the open-file limit %llu; [server] "
+                   "max_connections sets it)\n",
+                   cfg->server.max_connections,
+                   static_cast<unsigned long long>(nofile.rlim_cur));
+    }
+  }
   // TCP listeners get a socket per worker (SO_REUSEPORT: the kernel spreads connections);
   // a unix socket is shared, each worker accepting through EPOLLEXCLUSIVE.
   std::vector<std::vector<proxy::ProxyWorker::Listen>> fds(workers);

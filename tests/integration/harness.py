@@ -6,6 +6,7 @@ its PID when the test ends.
 """
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -184,9 +185,20 @@ def exchange_raw(port, data, timeout=5.0, responses=1, host="127.0.0.1", wait_cl
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
-def check_sanitizer_log(text, what):
+# UBSan's vptr check reads the vtable only after probing it through a pipe(); with every file
+# descriptor taken the probe fails and a live object is reported as having an "invalid vptr",
+# its memory "cannot be printed". A test that exhausts descriptors on purpose may pass this.
+UBSAN_FD_EXHAUSTION = (r"[^\n]*runtime error: member access within address [^\n]*\n"
+                       r"[^\n]*note: object has invalid vptr\n<memory cannot be printed>\n"
+                       r"(?:\s+#\d+[^\n]*\n)*")
+
+
+def check_sanitizer_log(text, what, ignore=()):
     """Fails the test when a sanitizer reported anything in a server's log (an ASan+UBSan
-    build reports into stderr, which the harness sends to the log)."""
+    build reports into stderr, which the harness sends to the log); ignore: patterns of
+    reports known to be false (UBSAN_FD_EXHAUSTION)."""
+    for pattern in ignore:
+        text = re.sub(pattern, "", text)
     for mark in SANITIZER_MARKS:
         if mark in text:
             start = text.index(mark)
@@ -196,8 +208,9 @@ def check_sanitizer_log(text, what):
 class Process:
     """Any helper server (memcached, start_server) run for a test, stopped by its PID."""
 
-    def __init__(self, cmd, log_path, env=None):
+    def __init__(self, cmd, log_path, env=None, ignore_reports=()):
         self.log_path = log_path
+        self.ignore_reports = ignore_reports
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
@@ -228,7 +241,7 @@ class Process:
             self.log.close()
         if os.path.exists(self.log_path):
             with open(self.log_path, errors="replace") as f:
-                check_sanitizer_log(f.read(), self.proc.args[0])
+                check_sanitizer_log(f.read(), self.proc.args[0], self.ignore_reports)
         return self.proc.returncode
 
 

@@ -34,10 +34,13 @@ class Proxy:
 
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
-                 command_prefix=(), tls_options=None, certificate=None):
+                 command_prefix=(), tls_options=None, certificate=None, env=None,
+                 ignore_reports=()):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
-        certificate: (cert, key) files for it instead of a self-signed pair made here."""
+        certificate: (cert, key) files for it instead of a self-signed pair made here; env:
+        portico's environment, if not this process's; ignore_reports: sanitizer reports known
+        to be false (harness.UBSAN_FD_EXHAUSTION)."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -64,7 +67,8 @@ class Proxy:
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.process = harness.Process([*command_prefix, PORTICO, "-c", self.config_path],
-                                       os.path.join(self.tmp, "portico.log"))
+                                       os.path.join(self.tmp, "portico.log"), env=env,
+                                       ignore_reports=ignore_reports)
         try:
             harness.wait_until(
                 lambda: self.process.proc.poll() is not None or

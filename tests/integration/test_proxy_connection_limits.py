@@ -6,6 +6,8 @@ whose upstream connect finds no descriptor with 503 without holding the endpoint
 serves again once clients leave."""
 import http.client
 import json
+import os
+import re
 import select
 import socket
 import time
@@ -137,9 +139,47 @@ class ConnectionLimits(unittest.TestCase):
         waiting.settimeout(10)
         self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
 
-    def test_out_of_file_descriptors(self):
+    def test_fd_limit_sets_the_default_max_connections(self):
+        # ulimit -n 64 and 80 clients: the limit leaves room for a few clients (each with an
+        # upstream connection); the rest wait in the backlog, nothing spins or fails.
         proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
                       command_prefix=["prlimit", "--nofile=64:64"])
+        self.addCleanup(proxy.stop)
+        limit = int(re.search(r"max_connections (\d+) \(from the open-file limit 64",
+                              proxy.read_log()).group(1))
+        self.assertGreaterEqual(limit, 1)
+        clients = open_idle(proxy.port, 80)
+        try:
+            harness.wait_until(
+                lambda: json.loads(admin(proxy, "/status"))["client_connections"] == limit,
+                what=f"{limit} connections accepted")
+            cpu, start = cpu_seconds(proxy.pid), time.monotonic()
+            time.sleep(2)  # a measuring window, not synchronisation
+            used = cpu_seconds(proxy.pid) - cpu
+            self.assertLess(used, 0.3 * (time.monotonic() - start), f"{used} s of CPU in 2 s")
+            for c in clients:
+                c.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            answers = collect_answers(clients)
+            self.assertEqual(answers, [b"HTTP/1.1 200 OK"] * limit)
+        finally:
+            for s in clients:
+                s.close()
+        harness.wait_until(lambda: get(proxy.port)[0] == 200, what="serving again")
+        ep = json.loads(admin(proxy, "/status"))["clusters"][0]["endpoints"][0]
+        self.assertEqual((ep["health"], ep["connect_failures"]), ("up", 0))
+        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
+                                       "portico_client_connections_rejected_total",
+                                       reason="max_connections"), 1)
+        self.assertNotIn("Too many open files", proxy.read_log())
+
+    def test_out_of_file_descriptors(self):
+        # max_connections set above what the descriptors allow: accept() meets EMFILE.
+        env = dict(os.environ,
+                   UBSAN_OPTIONS=os.environ.get("UBSAN_OPTIONS", "") + ":halt_on_error=0")
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                      server_options={"max_connections": 1000},
+                      command_prefix=["prlimit", "--nofile=64:64"], env=env,
+                      ignore_reports=[harness.UBSAN_FD_EXHAUSTION])
         self.addCleanup(proxy.stop)
         clients = open_idle(proxy.port, 80)  # more than the proxy has descriptors for
         try:
@@ -154,16 +194,7 @@ class ConnectionLimits(unittest.TestCase):
             # never 502 (the endpoint is fine). Those still in the backlog get nothing yet.
             for c in clients:
                 c.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            answers, pending = [], list(clients)
-            timeout = 10  # for the first answer; then until no more come for a moment
-            while True:
-                ready = select.select(pending, [], [], timeout)[0]
-                if not ready:
-                    break
-                for c in ready:
-                    answers.append(c.recv(100).split(b"\r\n")[0])
-                    pending.remove(c)
-                timeout = 0.5
+            answers = collect_answers(clients)
             self.assertTrue(answers)
             self.assertEqual(set(answers), {b"HTTP/1.1 503 Service Unavailable"})
         finally:
@@ -182,6 +213,20 @@ class ConnectionLimits(unittest.TestCase):
             sample(text, "portico_upstream_errors_total", kind="local_resources"), len(answers))
         # Logged once per interval, not once per failed accept.
         self.assertLess(proxy.read_log().count("Too many open files"), 10)
+
+
+def collect_answers(clients):
+    """The status lines that come back on any of clients: waits for the first, then until no
+    more come for half a second (those left in the backlog answer nothing)."""
+    answers, pending, timeout = [], list(clients), 10
+    while True:
+        ready = select.select(pending, [], [], timeout)[0]
+        if not ready:
+            return answers
+        for c in ready:
+            answers.append(c.recv(100).split(b"\r\n")[0])
+            pending.remove(c)
+        timeout = 0.5
 
 
 if __name__ == "__main__":

@@ -37,12 +37,22 @@ def request_block(path="/hello", method="GET"):
 
 class FrameReader(threading.Thread):
     """Reads the server's frames until EOF, while the test sends: (type, flags, stream,
-    payload) tuples, and when each GOAWAY came."""
+    payload) tuples. Registered with the test so that it ends before its socket is closed: a
+    reader left blocked on a closed descriptor number reads from whatever socket gets the
+    number next (another test's connection)."""
 
-    def __init__(self, sock):
+    def __init__(self, test, sock):
         super().__init__(daemon=True)
         self.sock, self.frames, self.closed = sock, [], threading.Event()
+        test.addCleanup(self.stop)
         self.start()
+
+    def stop(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.join(10)
 
     def run(self):
         buf = b""
@@ -92,7 +102,7 @@ class H2Floods(unittest.TestCase):
         s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
         self.addCleanup(s.close)
         s.sendall(PREFACE + frame(SETTINGS, 0, 0))
-        return s, FrameReader(s)
+        return s, FrameReader(self, s)
 
     def flood(self, opening, frames, expect=(ENHANCE_YOUR_CALM,)):
         """Sends opening, then frames (one bytes object), on a fresh connection; expects a
@@ -179,7 +189,7 @@ class H2Floods(unittest.TestCase):
     def test_bad_preface_after_the_h2_request_line(self):
         s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
         self.addCleanup(s.close)
-        reader = FrameReader(s)
+        reader = FrameReader(self, s)
         s.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + frame(SETTINGS, 0, 0))
         self.assertTrue(reader.closed.wait(10))
         self.assertEqual(reader.goaway_codes(), [PROTOCOL_ERROR])
@@ -193,8 +203,10 @@ class H2Floods(unittest.TestCase):
         s = ctx.wrap_socket(raw, server_hostname="localhost")
         self.addCleanup(s.close)
         self.assertEqual(s.selected_alpn_protocol(), "h2")
-        reader = FrameReader(s)
+        # Sent before the reader starts: one SSL object must not be read and written by two
+        # threads at once.
         s.sendall(b"INVALID CONNECTION PREFACE\r\n\r\n")
+        reader = FrameReader(self, s)
         self.assertTrue(reader.closed.wait(10))
         self.assertEqual(reader.goaway_codes(), [PROTOCOL_ERROR])
 
