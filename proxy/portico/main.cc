@@ -4,15 +4,15 @@
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <algorithm>
 #include <set>
-#include <sys/resource.h>
 #include <string_view>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -92,15 +92,14 @@ int main(int argc, char** argv) {
   if (cfg->server.max_connections == 0) {
     rlimit nofile{};
     if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
-      long own = 16 + 32 + static_cast<long>(workers) *
-                               (3 + 2 * static_cast<long>(cfg->listeners.size()));
+      long own =
+          16 + 32 + static_cast<long>(workers) * (3 + 2 * static_cast<long>(cfg->listeners.size()));
       long room = (static_cast<long>(nofile.rlim_cur) - own) / 2;
       cfg->server.max_connections = static_cast<int>(std::clamp(room, 1L, 10000000L));
       std::fprintf(stderr,
                    "portico: max_connections %d (from the open-file limit %llu; [server] "
                    "max_connections sets it)\n",
-                   cfg->server.max_connections,
-                   static_cast<unsigned long long>(nofile.rlim_cur));
+                   cfg->server.max_connections, static_cast<unsigned long long>(nofile.rlim_cur));
     }
   }
   // TCP listeners get a socket per worker (SO_REUSEPORT: the kernel spreads connections);
