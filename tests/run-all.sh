@@ -40,7 +40,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
   step "fuzz: libFuzzer (clang), bounded time"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPORTICO_FUZZ=ON
-  ninja -C build-fuzz -j "$JOBS"
+  ninja -C build-fuzz -j "$JOBS" fuzzers # the fuzz targets only: the rest is built twice above
   ctest --test-dir build-fuzz -L fuzz
 fi
 
