@@ -1,6 +1,6 @@
 #include "config/config_loader.h"
 
-#include "metrics/histogram.h"
+#include "core/histogram_bounds.h"
 
 #include <cctype>
 #include <charconv>
@@ -433,11 +433,11 @@ void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
     if (m.bucket_max <= m.bucket_min)
       r.error(t.source(), w + ": bucket_max must be above bucket_min");
     else
-      m.buckets = metrics::log_spaced_bounds(m.bucket_min, m.bucket_max, m.buckets_per_decade);
+      m.buckets = core::log_spaced_bounds(m.bucket_min, m.bucket_max, m.buckets_per_decade);
   }
-  if (m.buckets.size() > metrics::Histogram::kMaxBuckets)
+  if (m.buckets.size() > core::kMaxHistogramBuckets)
     r.error(t.source(), w + ": " + std::to_string(m.buckets.size()) + " buckets; at most " +
-                            std::to_string(metrics::Histogram::kMaxBuckets) + " are allowed");
+                            std::to_string(core::kMaxHistogramBuckets) + " are allowed");
 }
 
 void read_route(Reader& r, const toml::table& t, Config& c) {
@@ -509,8 +509,8 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   if (const toml::table* m = r.get_table(root, "metrics", "top level"))
     read_metrics(r, *m, c.metrics);
   else
-    c.metrics.buckets = metrics::log_spaced_bounds(c.metrics.bucket_min, c.metrics.bucket_max,
-                                                   c.metrics.buckets_per_decade);
+    c.metrics.buckets = core::log_spaced_bounds(c.metrics.bucket_min, c.metrics.bucket_max,
+                                                c.metrics.buckets_per_decade);
   for (const toml::table* t : r.get_tables(root, "cluster"))
     read_cluster(r, *t, c);
   // Routes refer to clusters by name: read after every cluster is known.

@@ -92,7 +92,7 @@ std::string route_label(const config::Config& cfg, size_t i) {
 }
 
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
-                   const std::vector<const server::ServerStats*>& servers, double uptime_seconds) {
+                   const std::vector<const ServerStats*>& servers, double uptime_seconds) {
   std::vector<MetricFamily> out;
   static const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 
@@ -212,14 +212,8 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
                    MetricType::Gauge);
   for (size_t c = 0; c < clusters; ++c)
     for (size_t e = 0; e < cfg.clusters[c].endpoints.size(); ++e) {
-      int64_t idle = 0, busy = 0, waiting = 0, failures = 0;
-      for (const auto* s : shards) {
-        const auto& g = s->cluster(c).endpoints[e];
-        idle += g.idle.get();
-        busy += g.busy.get();
-        waiting += g.waiting.get();
-        failures = std::max(failures, g.connect_failures.get());
-      }
+      EndpointTotals t = endpoint_totals(shards, c, e);
+      int64_t idle = t.idle, busy = t.busy, waiting = t.waiting;
       const std::string& cl = cfg.clusters[c].name;
       const std::string& ep = cfg.clusters[c].endpoints[e];
       for (auto [state, v] : {std::pair{"idle", idle}, std::pair{"busy", busy}}) {
@@ -234,7 +228,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
       queue.metric.push_back(std::move(q));
       ClientMetric u;
       u.label = {{"cluster", cl}, {"endpoint", ep}};
-      u.gauge.value = failures ? 0 : 1;
+      u.gauge.value = t.up() ? 1 : 0;
       up.metric.push_back(std::move(u));
     }
   out.push_back(std::move(conns_up));
@@ -270,12 +264,12 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   auto timeouts = family("portico_timeouts_total",
                          "Timeouts that cut a client or an upstream exchange short, by kind.",
                          MetricType::Counter);
-  for (size_t k = 0; k < std::size(server::kClientTimeoutKinds); ++k) {
+  for (size_t k = 0; k < std::size(kClientTimeoutKinds); ++k) {
     uint64_t n = 0;
     for (const auto* s : servers)
       n += s->timeouts[k].get();
     ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"kind", server::kClientTimeoutKinds[k]}};
+    m.label = {{"kind", kClientTimeoutKinds[k]}};
     timeouts.metric.push_back(std::move(m));
   }
   for (auto [kind, error] : {std::pair{"upstream_connect", "connect_timeout"},
@@ -297,12 +291,12 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   auto goaways =
       family("portico_h2_goaways_sent_total",
              "HTTP/2 GOAWAY frames sent to clients, by error code.", MetricType::Counter);
-  for (size_t k = 0; k < std::size(server::kGoawayReasons); ++k) {
+  for (size_t k = 0; k < std::size(kGoawayReasons); ++k) {
     uint64_t n = 0;
     for (const auto* s : servers)
       n += s->h2_goaways[k].get();
     ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"reason", server::kGoawayReasons[k]}};
+    m.label = {{"reason", kGoawayReasons[k]}};
     goaways.metric.push_back(std::move(m));
   }
   out.push_back(std::move(goaways));
@@ -331,12 +325,12 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
                          "Times accepting client connections paused: at max_connections, or out "
                          "of file descriptors or memory (then with a backoff).",
                          MetricType::Counter);
-  for (size_t k = 0; k < std::size(server::kClientRejections); ++k) {
+  for (size_t k = 0; k < std::size(kClientRejections); ++k) {
     uint64_t n = 0;
     for (const auto* s : servers)
       n += s->rejected[k].get();
     ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"reason", server::kClientRejections[k]}};
+    m.label = {{"reason", kClientRejections[k]}};
     rejected.metric.push_back(std::move(m));
   }
   out.push_back(std::move(rejected));

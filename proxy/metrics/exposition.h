@@ -2,8 +2,8 @@
 // The Prometheus text exposition of every worker's shard, merged: built as prometheus-cpp
 // MetricFamily values and serialised by its TextSerializer. Runs on the admin thread only.
 #include "config/config.h"
+#include "metrics/server_stats.h"
 #include "metrics/worker_metrics.h"
-#include "server/server_context.h"
 
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 namespace portico::metrics {
 
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
-                   const std::vector<const server::ServerStats*>& servers, double uptime_seconds);
+                   const std::vector<const ServerStats*>& servers, double uptime_seconds);
 
 // The label a route is known by: its host pattern and path prefix ("*" for any host), or
 // "none" for requests no route matched.

@@ -2,6 +2,8 @@
 // Latency histograms written by one worker thread and read by the admin thread at scrape
 // time: plain stores of relaxed atomics (no locked instruction on the request path), merged
 // across workers only when someone asks.
+#include "core/histogram_bounds.h"
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -9,14 +11,11 @@
 
 namespace portico::metrics {
 
-// Upper bounds in seconds, log-spaced from lowest to highest (per_decade bounds per factor of
-// 10), rounded to two significant digits so that the `le` labels read well.
-std::vector<double> log_spaced_bounds(double lowest = 50e-6, double highest = 60,
-                                      int per_decade = 3);
+using core::log_spaced_bounds;
 
 class Histogram {
 public:
-  static constexpr size_t kMaxBuckets = 40;
+  static constexpr size_t kMaxBuckets = core::kMaxHistogramBuckets;
 
   // bounds must outlive the histogram and hold at most kMaxBuckets values; none means
   // recording is off and observe() does nothing.

@@ -1,5 +1,7 @@
 #include "metrics/worker_metrics.h"
 
+#include <algorithm>
+
 namespace portico::metrics {
 
 const char* to_string(Protocol p) {
@@ -17,6 +19,19 @@ WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double
     routes_.push_back(std::make_unique<RouteMetrics>(bounds));
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
     clusters_.push_back(std::make_unique<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));
+}
+
+EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, size_t cluster,
+                               size_t endpoint) {
+  EndpointTotals t;
+  for (const WorkerMetrics* s : shards) {
+    const auto& g = s->cluster(cluster).endpoints[endpoint];
+    t.idle += g.idle.get();
+    t.busy += g.busy.get();
+    t.waiting += g.waiting.get();
+    t.connect_failures = std::max(t.connect_failures, g.connect_failures.get());
+  }
+  return t;
 }
 
 } // namespace portico::metrics

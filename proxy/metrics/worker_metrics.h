@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace portico::metrics {
@@ -71,6 +72,18 @@ struct ClusterMetrics {
   Counter retries[kRetryReasonCount];
   std::vector<EndpointGauges> endpoints; // in configuration order
 };
+
+class WorkerMetrics;
+
+// One endpoint's pool gauges summed over every worker's shard, for /status and /metrics alike.
+// Its health is each worker's last connect: one worker whose last connect failed is enough to
+// call the endpoint down (connect_failures is the largest run of them).
+struct EndpointTotals {
+  int64_t idle = 0, busy = 0, waiting = 0, connect_failures = 0;
+  bool up() const { return connect_failures == 0; }
+};
+EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, size_t cluster,
+                               size_t endpoint);
 
 class WorkerMetrics {
 public:

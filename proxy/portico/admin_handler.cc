@@ -36,6 +36,9 @@ std::string AdminHandler::status_json(double now) const {
   out += ",\"client_connections\":" + std::to_string(opened - std::min(opened, closed));
   out += ",\"requests\":" + std::to_string(requests);
   out += ",\"clusters\":[";
+  std::vector<const metrics::WorkerMetrics*> shards;
+  for (const auto& w : workers_)
+    shards.push_back(&w->metrics());
   for (size_t i = 0; i < cfg_.clusters.size(); ++i) {
     const auto& c = cfg_.clusters[i];
     out += i ? ",{\"name\":" : "{\"name\":";
@@ -43,24 +46,15 @@ std::string AdminHandler::status_json(double now) const {
     out += ",\"max_connections\":" + std::to_string(c.max_connections);
     out += ",\"endpoints\":[";
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
-      // Summed over the workers; the health is each worker's last connect, and one worker
-      // whose last connect failed is enough to call the endpoint down.
-      int64_t idle = 0, busy = 0, waiting = 0, failures = 0;
-      for (const auto& w : workers_) {
-        const auto& g = w->metrics().cluster(i).endpoints[e];
-        idle += g.idle.get();
-        busy += g.busy.get();
-        waiting += g.waiting.get();
-        failures = std::max(failures, g.connect_failures.get());
-      }
+      metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
       out += e ? ",{\"address\":" : "{\"address\":";
       append_json_string(out, c.endpoints[e]);
-      out += failures ? ",\"health\":\"down\"" : ",\"health\":\"up\"";
-      out += ",\"connect_failures\":" + std::to_string(failures);
-      out += ",\"idle\":" + std::to_string(idle);
-      out += ",\"busy\":" + std::to_string(busy);
-      out += ",\"queue_depth\":" + std::to_string(waiting);
-      out += ",\"in_flight\":" + std::to_string(busy + waiting) + "}";
+      out += t.up() ? ",\"health\":\"up\"" : ",\"health\":\"down\"";
+      out += ",\"connect_failures\":" + std::to_string(t.connect_failures);
+      out += ",\"idle\":" + std::to_string(t.idle);
+      out += ",\"busy\":" + std::to_string(t.busy);
+      out += ",\"queue_depth\":" + std::to_string(t.waiting);
+      out += ",\"in_flight\":" + std::to_string(t.busy + t.waiting) + "}";
     }
     out += "]}";
   }

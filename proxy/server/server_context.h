@@ -4,9 +4,9 @@
 // per loop iteration (after every callback has run) each parses deferred input, flushes its
 // output with one writev, or is destroyed when closed, so no object is ever deleted inside its
 // own callback.
-#include "core/counter.h"
 #include "core/deferred_queue.h"
 #include "http/http1_request_parser.h"
+#include "metrics/server_stats.h"
 #include "server/exchange.h"
 
 #include <cstdint>
@@ -19,6 +19,10 @@
 #include <vector>
 
 namespace portico::server {
+
+using metrics::ClientRejection;
+using metrics::ClientTimeout;
+using metrics::ServerStats;
 
 class Acceptor;
 class ClientConnection;
@@ -46,51 +50,6 @@ struct ServerLimits {
   int64_t max_buffer_blocks = 0;
   size_t max_buffered_response_bytes = 4 << 20;
   std::string server_name = "portico"; // the Server header
-};
-
-// Why the server side cut a client short; kClientTimeoutKinds names them in order.
-enum class ClientTimeout : uint8_t {
-  HEADER,      // a request head (or TLS handshake, or HTTP/2 header block) took too long
-  IDLE,        // keep-alive: no request for keepalive_timeout
-  SEND,        // the client took no byte of queued output for send_timeout
-  STREAM_SEND, // an HTTP/2 stream's window stayed shut for send_timeout
-  COUNT
-};
-inline constexpr const char* kClientTimeoutKinds[] = {"client_header", "client_idle", "client_send",
-                                                      "h2_stream_send"};
-static_assert(std::size(kClientTimeoutKinds) == static_cast<size_t>(ClientTimeout::COUNT));
-
-// Why a client connection was not taken at once; kClientRejections names them in order.
-enum class ClientRejection : uint8_t {
-  AT_LIMIT,         // max_connections (the process's or a listener's): accepting paused
-  MEMORY,           // max_buffer_memory: accepting paused until buffers drain
-  OUT_OF_RESOURCES, // accept failed for want of file descriptors or memory: backing off
-  COUNT
-};
-inline constexpr const char* kClientRejections[] = {"max_connections", "buffer_memory",
-                                                    "out_of_resources"};
-
-// HTTP/2 GOAWAY frames sent to clients, by error code; kGoawayReasons names them in order.
-inline constexpr const char* kGoawayReasons[] = {"no_error", "protocol_error", "flow_control_error",
-                                                 "enhance_your_calm", "other"};
-
-// Written by the worker, readable from the admin thread.
-struct ServerStats {
-  core::Counter connections_accepted;
-  core::Counter connections_closed;
-  core::Counter requests;
-  // By protocol (0 HTTP/1.x, 1 HTTP/2) and TLS (0 no, 1 yes), from when the protocol is known.
-  core::Counter sessions_opened[2][2];
-  core::Counter sessions_closed[2][2];
-  core::Counter h2_streams_opened, h2_streams_closed;
-  core::Counter tls_handshakes, tls_handshake_failures;
-  core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
-  core::Counter h2_goaways[std::size(kGoawayReasons)];
-  core::Counter rejected[static_cast<size_t>(ClientRejection::COUNT)];
-  std::atomic<int64_t> buffer_blocks{0}; // the thread's BlockPool in_use(), published by it
-  core::Counter buffer_limit_aborts;     // exchanges aborted at max_buffered_response_bytes
-  void count(ClientRejection r) { rejected[static_cast<size_t>(r)].inc(); }
-  void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };
 
 class ServerContext {
