@@ -12,15 +12,19 @@ namespace portico::backend {
 bool open_listen_sockets(const std::vector<std::string>& addresses, std::vector<ListenSocket>* out,
                          std::string* error) {
   for (const auto& text : addresses) {
-    auto a = core::parse_listen_address(text, error);
-    if (!a)
+    auto a = core::parse_listen_address(text);
+    if (!a) {
+      *error = a.error();
       return false;
+    }
     // One shared socket per address for all workers (EPOLLEXCLUSIVE spreads the accepts).
-    int fd = core::open_listener(*a, 4096, false, error);
-    if (fd < 0)
+    auto fd = core::open_listener(*a, 4096, false);
+    if (!fd) {
+      *error = fd.error();
       return false;
+    }
     ListenSocket s;
-    s.fd = fd;
+    s.fd = *fd;
     s.name = text;
     if (a->kind == core::ListenAddress::Kind::UNIX)
       s.unix_path = a->path;

@@ -296,8 +296,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   ListenerConfig l;
   std::string addr;
   if (r.get_string(t, "address", addr, w, true)) {
-    std::string err;
-    if (auto a = core::parse_listen_address(addr, &err)) {
+    if (auto a = core::parse_listen_address(addr)) {
       l.address = *a;
       for (size_t i = 0; i < c.listeners.size(); ++i)
         if (core::same_socket(c.listeners[i].address, *a))
@@ -307,7 +306,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
                                                   "'): two listeners cannot share "
                                                   "a socket");
     } else {
-      r.error(t.get("address")->source(), err);
+      r.error(t.get("address")->source(), a.error());
     }
   }
   if (const toml::table* tls = r.get_table(t, "tls", w)) {
@@ -485,16 +484,15 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
     read_listener(r, *t, c);
   if (c.listeners.empty())
     r.error(root.source(), "at least one [[listener]] is required");
-  std::string err;
-  c.admin.address = *core::parse_listen_address("127.0.0.1:9901", &err);
+  c.admin.address = *core::parse_listen_address("127.0.0.1:9901");
   if (const toml::table* a = r.get_table(root, "admin", "top level")) {
     r.only_keys(*a, {"address", "enabled"}, "[admin]");
     std::string addr;
     if (r.get_string(*a, "address", addr, "[admin]")) {
-      if (auto pa = core::parse_listen_address(addr, &err))
+      if (auto pa = core::parse_listen_address(addr))
         c.admin.address = *pa;
       else
-        r.error(a->get("address")->source(), err);
+        r.error(a->get("address")->source(), pa.error());
     }
     r.get_bool(*a, "enabled", c.admin.enabled, "[admin]");
   }

@@ -39,31 +39,28 @@ bool unix_socket_alive(const sockaddr_un& sa) {
   return alive;
 }
 
-int open_unix(const ListenAddress& a, int backlog, std::string* error) {
+std::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) {
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   if (a.path.size() >= sizeof sa.sun_path) {
-    *error = "unix socket path too long: " + a.path;
-    return -1;
+    return std::unexpected("unix socket path too long: " + a.path);
   }
   std::memcpy(sa.sun_path, a.path.c_str(), a.path.size() + 1);
   struct stat st;
   if (::stat(a.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
     if (unix_socket_alive(sa)) {
-      *error = a.path + ": another server is listening there";
-      return -1;
+      return std::unexpected(a.path + ": another server is listening there");
     }
     ::unlink(a.path.c_str());
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = errno_text("socket");
-    return -1;
+    return std::unexpected(errno_text("socket"));
   }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    *error = errno_text("bind " + a.path);
+    std::string why = errno_text("bind " + a.path);
     ::close(fd);
-    return -1;
+    return std::unexpected(why);
   }
   const char* step = nullptr;
   if (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0)
@@ -71,15 +68,15 @@ int open_unix(const ListenAddress& a, int backlog, std::string* error) {
   else if (::listen(fd, backlog) != 0)
     step = "listen ";
   if (step) {
-    *error = errno_text(step + a.path);
+    std::string why = errno_text(step + a.path);
     ::close(fd);
     ::unlink(a.path.c_str()); // ours, and useless half-made
-    return -1;
+    return std::unexpected(why);
   }
   return fd;
 }
 
-int open_tcp(const ListenAddress& a, int backlog, bool reuse_port, std::string* error) {
+std::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bool reuse_port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -88,14 +85,12 @@ int open_tcp(const ListenAddress& a, int backlog, bool reuse_port, std::string* 
   std::string port = std::to_string(a.port);
   int rc = ::getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0) {
-    *error = a.text + ": " + gai_strerror(rc);
-    return -1;
+    return std::unexpected(a.text + ": " + gai_strerror(rc));
   }
   int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = errno_text("socket");
     ::freeaddrinfo(res);
-    return -1;
+    return std::unexpected(errno_text("socket"));
   }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -107,9 +102,10 @@ int open_tcp(const ListenAddress& a, int backlog, bool reuse_port, std::string* 
   int defer = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
   if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
-    *error = errno_text("bind " + a.text);
+    std::string why = errno_text("bind " + a.text);
     ::close(fd);
-    fd = -1;
+    ::freeaddrinfo(res);
+    return std::unexpected(why);
   }
   ::freeaddrinfo(res);
   return fd;
@@ -117,7 +113,7 @@ int open_tcp(const ListenAddress& a, int backlog, bool reuse_port, std::string* 
 
 } // namespace
 
-std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error) {
+std::expected<ListenAddress, std::string> parse_listen_address(std::string_view s) {
   ListenAddress a;
   a.text = std::string(s);
   if (s.starts_with("unix:")) {
@@ -127,20 +123,18 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
     int mode;
     if (colon != std::string_view::npos && parse_int(rest.substr(colon + 1), 8, mode)) {
       if (mode > 07777) {
-        *error = "unix socket mode must be octal 0 to 7777: " + a.text;
-        return std::nullopt;
+        return std::unexpected("unix socket mode must be octal 0 to 7777: " + a.text);
       }
       a.mode = mode;
       rest = rest.substr(0, colon);
     }
     if (rest.empty() || rest[0] != '/') {
-      *error = "unix socket path must be absolute: " + a.text;
-      return std::nullopt;
+      return std::unexpected("unix socket path must be absolute: " + a.text);
     }
     if (rest.size() >= sizeof(sockaddr_un::sun_path)) {
-      *error = "unix socket path is " + std::to_string(rest.size()) + " bytes; at most " +
-               std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " fit: " + a.text;
-      return std::nullopt;
+      return std::unexpected("unix socket path is " + std::to_string(rest.size()) +
+                             " bytes; at most " +
+                             std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " fit: " + a.text);
     }
     a.path = std::string(rest);
     return a;
@@ -148,21 +142,19 @@ std::optional<ListenAddress> parse_listen_address(std::string_view s, std::strin
   auto colon = s.rfind(':');
   if (colon == std::string_view::npos || !parse_int(s.substr(colon + 1), 10, a.port) ||
       a.port <= 0 || a.port > 65535) {
-    *error = "expected unix:/path[:mode] or HOST:PORT, got '" + a.text + "'";
-    return std::nullopt;
+    return std::unexpected("expected unix:/path[:mode] or HOST:PORT, got '" + a.text + "'");
   }
   std::string_view host = s.substr(0, colon);
   bool open_bracket = !host.empty() && host.front() == '[';
   bool close_bracket = !host.empty() && host.back() == ']';
   if (open_bracket != close_bracket || (!open_bracket && host.find(':') != host.npos)) {
-    *error = "an IPv6 address needs brackets: [::1]:PORT, got '" + a.text + "'";
-    return std::nullopt;
+    return std::unexpected("an IPv6 address needs brackets: [::1]:PORT, got '" + a.text + "'");
   }
   if (open_bracket)
     host = host.substr(1, host.size() - 2);
   if (open_bracket && host.empty()) {
-    *error = "empty address in brackets: '" + a.text + "' (for every address, write *:PORT)";
-    return std::nullopt;
+    return std::unexpected("empty address in brackets: '" + a.text +
+                           "' (for every address, write *:PORT)");
   }
   if (host == "*")
     host = {};
@@ -184,9 +176,10 @@ bool same_socket(const ListenAddress& a, const ListenAddress& b) {
   return v6(a.host) == v6(b.host) && (wildcard(a.host) || wildcard(b.host));
 }
 
-int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error) {
-  return a.kind == ListenAddress::Kind::UNIX ? open_unix(a, backlog, error)
-                                             : open_tcp(a, backlog, reuse_port, error);
+std::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
+                                              bool reuse_port) {
+  return a.kind == ListenAddress::Kind::UNIX ? open_unix(a, backlog)
+                                             : open_tcp(a, backlog, reuse_port);
 }
 
 } // namespace portico::core

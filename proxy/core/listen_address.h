@@ -1,6 +1,6 @@
 #pragma once
 // Where a server listens: "unix:/path[:mode]" or "HOST:PORT" ("[::1]:PORT" for IPv6).
-#include <optional>
+#include <expected>
 #include <string>
 #include <string_view>
 
@@ -16,15 +16,16 @@ struct ListenAddress {
   std::string text; // as written, for logs
 };
 
-std::optional<ListenAddress> parse_listen_address(std::string_view s, std::string* error);
+// The address, or why s is not one.
+std::expected<ListenAddress, std::string> parse_listen_address(std::string_view s);
 
 // Whether binding both would take the same socket: the same unix path, or the same port where
 // the hosts are equal or one is a wildcard of the other's family. (SO_REUSEPORT would let both
 // bind, and split the connections between them.)
 bool same_socket(const ListenAddress& a, const ListenAddress& b);
 
-// Binds and listens. Returns the fd (non-blocking, close-on-exec) or -1 with *error set.
+// Binds and listens: the fd (non-blocking, close-on-exec), or what failed.
 // A stale unix socket file left by a dead server is replaced; a live one is an error.
-int open_listener(const ListenAddress& a, int backlog, bool reuse_port, std::string* error);
+std::expected<int, std::string> open_listener(const ListenAddress& a, int backlog, bool reuse_port);
 
 } // namespace portico::core

@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < cfg->listeners.size(); ++i) {
     if (!cfg->listeners[i].tls_enabled)
       continue;
-    std::string err;
-    tls_contexts[i] = tls::TlsContext::create(cfg->listeners[i].tls, &err);
-    if (!tls_contexts[i]) {
+    auto made = tls::TlsContext::create(cfg->listeners[i].tls);
+    if (!made) {
       std::fprintf(stderr, "%s: listener %s: %s\n", config_path.c_str(),
-                   cfg->listeners[i].address.text.c_str(), err.c_str());
+                   cfg->listeners[i].address.text.c_str(), made.error().c_str());
       return 1;
     }
+    tls_contexts[i] = std::move(*made);
   }
   if (test_only) {
     std::printf("portico: configuration %s is valid\n", config_path.c_str());
@@ -112,14 +112,14 @@ int main(int argc, char** argv) {
     bool tcp = l.address.kind == core::ListenAddress::Kind::TCP;
     int shared = -1;
     for (int w = 0; w < workers; ++w) {
-      std::string err;
       int fd = shared;
       if (tcp || shared < 0) {
-        fd = core::open_listener(l.address, 4096, tcp, &err);
-        if (fd < 0) {
-          std::fprintf(stderr, "portico: %s\n", err.c_str());
+        auto opened = core::open_listener(l.address, 4096, tcp);
+        if (!opened) {
+          std::fprintf(stderr, "portico: %s\n", opened.error().c_str());
           return 1;
         }
+        fd = *opened;
       }
       if (!tcp)
         shared = fd;
@@ -147,12 +147,12 @@ int main(int argc, char** argv) {
 
   int admin_fd = -1;
   if (cfg->admin.enabled) {
-    std::string err;
-    admin_fd = core::open_listener(cfg->admin.address, 128, false, &err);
-    if (admin_fd < 0) {
-      std::fprintf(stderr, "portico: admin: %s\n", err.c_str());
+    auto opened = core::open_listener(cfg->admin.address, 128, false);
+    if (!opened) {
+      std::fprintf(stderr, "portico: admin: %s\n", opened.error().c_str());
       return 1;
     }
+    admin_fd = *opened;
     std::fprintf(stderr, "portico: admin on %s\n", cfg->admin.address.text.c_str());
   }
 

@@ -33,19 +33,18 @@ bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
   return http::iequals(pattern, name);
 }
 
-SSL_CTX* TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert,
-                             const std::string& key, std::string* error) {
+std::expected<SSL_CTX*, std::string>
+TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const std::string& key) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
-    *error = "SSL_CTX_new: " + openssl_error();
-    return nullptr;
+    return std::unexpected("SSL_CTX_new: " + openssl_error());
   }
   SSL_CTX_set_min_proto_version(ctx, cfg.min_version);
   if (SSL_CTX_set_cipher_list(ctx, cfg.ciphers.c_str()) != 1 ||
       SSL_CTX_set_ciphersuites(ctx, cfg.ciphersuites.c_str()) != 1) {
-    *error = "ciphers: " + openssl_error();
+    std::string why = "ciphers: " + openssl_error();
     SSL_CTX_free(ctx);
-    return nullptr;
+    return std::unexpected(why);
   }
   // RFC 9113 9.2: no compression, no renegotiation; these also suit HTTP/1.1.
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
@@ -57,15 +56,15 @@ SSL_CTX* TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& ce
   static const unsigned char kSessionContext[] = "portico";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
   if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
-    *error = cert + ": " + openssl_error();
+    std::string why = cert + ": " + openssl_error();
     SSL_CTX_free(ctx);
-    return nullptr;
+    return std::unexpected(why);
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {
-    *error = key + ": " + openssl_error();
+    std::string why = key + ": " + openssl_error();
     SSL_CTX_free(ctx);
-    return nullptr;
+    return std::unexpected(why);
   }
   tickets_.install(ctx);
   if (!ocsp_.empty()) {
@@ -84,28 +83,26 @@ bool TlsContext::h2_allows(const SSL_CIPHER* c) {
   return SSL_CIPHER_is_aead(c) && (kx == NID_kx_ecdhe || kx == NID_kx_dhe);
 }
 
-std::unique_ptr<TlsContext> TlsContext::create(const config::TlsConfig& cfg, std::string* error) {
+std::expected<std::unique_ptr<TlsContext>, std::string>
+TlsContext::create(const config::TlsConfig& cfg) {
   std::unique_ptr<TlsContext> t(new TlsContext);
   if (!cfg.ocsp_staple.empty()) {
     std::ifstream in(cfg.ocsp_staple, std::ios::binary);
     t->ocsp_.assign(std::istreambuf_iterator<char>(in), {});
-    if (!in.good() && !in.eof()) {
-      *error = cfg.ocsp_staple + ": cannot be read";
-      return nullptr;
-    }
-    if (t->ocsp_.empty()) {
-      *error = cfg.ocsp_staple + ": empty OCSP response";
-      return nullptr;
-    }
+    if (!in.good() && !in.eof())
+      return std::unexpected(cfg.ocsp_staple + ": cannot be read");
+    if (t->ocsp_.empty())
+      return std::unexpected(cfg.ocsp_staple + ": empty OCSP response");
   }
-  t->ctx_ = t->new_ctx(cfg, cfg.certificate, cfg.private_key, error);
-  if (!t->ctx_)
-    return nullptr;
+  auto made = t->new_ctx(cfg, cfg.certificate, cfg.private_key);
+  if (!made)
+    return std::unexpected(made.error());
+  t->ctx_ = *made;
   for (const auto& s : cfg.sni) {
-    SSL_CTX* c = t->new_ctx(cfg, s.certificate, s.private_key, error);
+    auto c = t->new_ctx(cfg, s.certificate, s.private_key);
     if (!c)
-      return nullptr;
-    t->sni_.push_back({s.server_names, c});
+      return std::unexpected(c.error());
+    t->sni_.push_back({s.server_names, *c});
   }
   // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.
   for (SSL_CTX* c : [&] {

@@ -19,9 +19,8 @@ namespace portico::core {
 namespace {
 
 ListenAddress parse_ok(std::string_view s) {
-  std::string error;
-  auto a = parse_listen_address(s, &error);
-  EXPECT_TRUE(a.has_value()) << s << ": " << error;
+  auto a = parse_listen_address(s);
+  EXPECT_TRUE(a.has_value()) << s << ": " << (a ? "" : a.error());
   return a.value_or(ListenAddress{});
 }
 
@@ -64,9 +63,9 @@ TEST(ParseListenAddress, Errors) {
        {"", "80", "unix:", "unix:relative.sock", "unix:relative:0666", "127.0.0.1:", "127.0.0.1:0",
         "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:http", "127.0.0.1:80x", "[::1]:99999",
         "[::1:80", "::1]:80", "::1:80", "unix:/tmp/a.sock:7777777", "unix:/tmp/a.sock:177777"}) {
-    std::string error;
-    EXPECT_FALSE(parse_listen_address(bad, &error).has_value()) << "'" << bad << "'";
-    EXPECT_FALSE(error.empty()) << "'" << bad << "'";
+    auto a = parse_listen_address(bad);
+    ASSERT_FALSE(a.has_value()) << "'" << bad << "'";
+    EXPECT_FALSE(a.error().empty()) << "'" << bad << "'";
   }
 }
 
@@ -85,15 +84,17 @@ protected:
     ::rmdir(dir_.c_str());
   }
   int open(std::string_view text, std::string* error) {
-    std::string e;
-    auto a = parse_listen_address(text, &e);
-    EXPECT_TRUE(a) << e;
+    auto a = parse_listen_address(text);
+    EXPECT_TRUE(a) << (a ? "" : a.error());
     if (!a)
       return -1;
-    int fd = open_listener(*a, 16, false, error);
-    if (fd >= 0)
-      fds_.push_back(fd);
-    return fd;
+    auto fd = open_listener(*a, 16, false);
+    if (!fd) {
+      *error = fd.error();
+      return -1;
+    }
+    fds_.push_back(*fd);
+    return *fd;
   }
   bool connects() {
     int c = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -160,12 +161,12 @@ TEST_F(OpenUnixListener, LeavesARegularFileAlone) {
 }
 
 TEST_F(OpenUnixListener, PathTooLong) {
-  std::string error;
   ListenAddress a;
   a.kind = ListenAddress::Kind::UNIX;
   a.path = "/" + std::string(200, 'p');
-  EXPECT_EQ(open_listener(a, 16, false, &error), -1);
-  EXPECT_NE(error.find("too long"), std::string::npos) << error;
+  auto fd = open_listener(a, 16, false);
+  ASSERT_FALSE(fd);
+  EXPECT_NE(fd.error().find("too long"), std::string::npos) << fd.error();
 }
 
 TEST(OpenTcpListener, BindsLoopback) {
@@ -173,9 +174,9 @@ TEST(OpenTcpListener, BindsLoopback) {
   a.host = "127.0.0.1";
   a.port = 0; // not accepted by the parser; lets the kernel pick a free port here
   a.text = "127.0.0.1:0";
-  std::string error;
-  int fd = open_listener(a, 16, true, &error);
-  ASSERT_GE(fd, 0) << error;
+  auto opened = open_listener(a, 16, true);
+  ASSERT_TRUE(opened) << opened.error();
+  int fd = *opened;
   sockaddr_in sa{};
   socklen_t len = sizeof sa;
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
