@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <poll.h>
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
 #endif
@@ -42,6 +41,10 @@ sigset_t master_sigset() {
 
 Master::Master(Options opts, std::vector<ListenSocket> sockets)
     : opts_(std::move(opts)), sockets_(std::move(sockets)) {
+  loop_ = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+  // Both only end a turn of the loop; run() does the work after it.
+  ev_init(&signal_io_, [](struct ev_loop*, ev_io*, int) {});
+  ev_init(&wake_, [](struct ev_loop*, ev_timer*, int) {});
   target_ = opts_.workers > 0 ? opts_.workers : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
   if (opts_.store == "shm")
     shm_ = std::make_unique<ShmCounterTable>();
@@ -50,6 +53,10 @@ Master::Master(Options opts, std::vector<ListenSocket> sockets)
 }
 
 Master::~Master() {
+  admin_.reset();
+  ev_io_stop(loop_, &signal_io_);
+  ev_timer_stop(loop_, &wake_);
+  ev_loop_destroy(loop_);
   if (sigfd_ >= 0)
     ::close(sigfd_);
 }
@@ -87,7 +94,8 @@ bool Master::spawn() {
     // killing it.
     ::close(sigfd_);
     if (admin_)
-      admin_->close_fds();
+      admin_->close_fds_after_fork();
+    ev_loop_destroy(loop_); // the master's: the worker makes its own
     for (int s : kSignals)
       ::signal(s, SIG_DFL);
     sigset_t set = master_sigset();
@@ -289,13 +297,13 @@ int Master::run() {
       log("cannot map the metrics table: %s", std::strerror(errno));
       return 1;
     }
-    admin_ = std::make_unique<AdminServer>(
-        [this](std::string_view path) { return admin_response(path); });
-    std::string error;
-    if (!admin_->listen(opts_.admin, &error)) {
-      log("admin address %s: %s", opts_.admin.c_str(), error.c_str());
+    auto admin = MasterAdmin::open(loop_, opts_.admin,
+                                   [this](std::string_view path) { return admin_response(path); });
+    if (!admin) {
+      log("admin address %s: %s", opts_.admin.c_str(), admin.error().c_str());
       return 1;
     }
+    admin_ = std::move(*admin);
   }
   if (!opts_.pid_file.empty()) {
     if (FILE* f = std::fopen(opts_.pid_file.c_str(), "w")) {
@@ -314,40 +322,32 @@ int Master::run() {
     spawn_or_retry(now_seconds());
   log("started %d workers", target_);
 
-  std::vector<pollfd> fds;
+  ev_io_set(&signal_io_, sigfd_, EV_READ);
+  ev_io_start(loop_, &signal_io_);
   while (!(stopping_ && workers_.empty())) {
     double now = now_seconds();
     schedule_respawns(now);
-    int timeout_ms = -1;
+    double timeout = -1;
     if (!respawn_at_.empty())
-      timeout_ms = std::max(
-          0, int((*std::min_element(respawn_at_.begin(), respawn_at_.end()) - now) * 1000) + 1);
+      timeout = std::max(0.0, *std::min_element(respawn_at_.begin(), respawn_at_.end()) - now);
     if (stopping_) {
       if (now >= stop_deadline_) {
         signal_workers(SIGKILL, false, StopReason::STOP); // graceful period over
         stop_deadline_ = now + 3600;
       }
-      timeout_ms = std::max(0, int((stop_deadline_ - now) * 1000) + 1);
+      timeout = std::max(0.0, stop_deadline_ - now);
     }
-    fds.assign(1, pollfd{sigfd_, POLLIN, 0});
-    if (admin_) {
-      admin_->add_pollfds(fds);
-      int t = admin_->timeout_ms(now);
-      if (t >= 0)
-        timeout_ms = timeout_ms < 0 ? t : std::min(timeout_ms, t);
+    if (timeout >= 0) {
+      ev_timer_set(&wake_, timeout + 0.001, 0);
+      ev_timer_start(loop_, &wake_);
     }
-    int rc = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (rc < 0 && errno != EINTR)
-      break;
+    // One turn: a signal, an admin client's event or the deadline ends it. The admin's
+    // connections do their work inside it, bounded as every server-core connection is.
+    ev_run(loop_, EVRUN_ONCE);
+    ev_timer_stop(loop_, &wake_);
     signalfd_siginfo si;
     while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
       handle_signal(static_cast<int>(si.ssi_signo));
-    if (admin_) {
-      if (rc < 0)
-        for (auto& p : fds)
-          p.revents = 0; // EINTR: nothing to read, deadlines still to check
-      admin_->on_poll(fds.data() + 1, now_seconds());
-    }
   }
   admin_.reset(); // no scrape answered by a master about to exit
   for (const auto& s : sockets_)

@@ -5,14 +5,16 @@
 // TTIN/TTOU one worker more/less. A crashed worker is respawned with backoff.
 //
 // With --admin, the master also owns the request metrics table (a slot per live worker, in
-// shared memory made before fork) and serves /metrics and /healthz from its poll loop.
-#include "admin_server.h"
+// shared memory made before fork) and serves /metrics and /healthz on its own libev loop,
+// through the server core (master_admin.h).
 #include "backend_metrics.h"
 #include "listen_sockets.h"
+#include "master_admin.h"
 #include "metrics_exposition.h"
 #include "options.h"
 #include "shm_counter_table.h"
 
+#include <ev.h>
 #include <map>
 #include <memory>
 #include <sys/types.h>
@@ -60,7 +62,12 @@ private:
   std::vector<ListenSocket> sockets_;
   std::unique_ptr<ShmCounterTable> shm_;
   std::unique_ptr<BackendMetrics> metrics_; // --admin only
-  std::unique_ptr<AdminServer> admin_;
+  // The supervision loop: the signalfd, the admin endpoint, and a timer for the next deadline
+  // (a respawn, the end of a graceful stop), run one turn at a time.
+  struct ev_loop* loop_ = nullptr;
+  ev_io signal_io_;
+  ev_timer wake_;
+  std::unique_ptr<MasterAdmin> admin_;
   SupervisionStats stats_;
   std::map<pid_t, WorkerInfo> workers_;
   std::vector<double> respawn_at_; // pending respawns, by due time

@@ -77,6 +77,11 @@ void Acceptor::stop() {
     ev_io_stop(ctx_.loop(), &io_);
 }
 
+void Acceptor::close_fds_after_fork() {
+  if (epfd_ >= 0)
+    ::close(epfd_);
+}
+
 void Acceptor::on_room() {
   if (!at_limit_ || ctx_.may_accept(listener_) != ClientRejection::COUNT)
     return;

@@ -28,6 +28,8 @@ public:
   void stop();
   // A connection closed: accepting goes on if it was paused at a connection limit.
   void on_room();
+  // In a child after fork(): its epoll descriptor closed, nothing else touched.
+  void close_fds_after_fork();
 
 private:
   static void io_cb(struct ev_loop* loop, ev_io* w, int revents);

@@ -3,6 +3,8 @@
 #include "server/acceptor.h"
 #include "server/client_connection.h"
 
+#include <unistd.h>
+
 namespace portico::server {
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
@@ -46,6 +48,12 @@ ClientRejection ServerContext::may_accept(uint16_t listener) const {
                      : 0;
   uint32_t open = listener < per_listener_.size() ? per_listener_[listener] : 0;
   return cap == 0 || open < cap ? ClientRejection::COUNT : ClientRejection::AT_LIMIT;
+}
+
+void ServerContext::close_fds_after_fork() {
+  for (ClientConnection* c : connections_)
+    if (c->fd_ >= 0)
+      ::close(c->fd_);
 }
 
 void ServerContext::destroy(ClientConnection* c) {

@@ -95,6 +95,9 @@ public:
   bool draining() const { return draining_; }
   // Closes every connection at once.
   void close_all();
+  // In a child after fork(): every connection's descriptor closed, nothing else touched (the
+  // loop and the objects are the parent's).
+  void close_fds_after_fork();
 
 private:
   void check_drained();
