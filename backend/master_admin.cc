@@ -6,18 +6,6 @@
 
 namespace portico::backend {
 
-namespace {
-server::ServerLimits admin_limits() {
-  server::ServerLimits l;
-  l.server_name = "portico-backend";
-  l.keepalive_timeout = 5;
-  l.header_timeout = 5;
-  l.send_timeout = 5;
-  l.max_connections = 32;
-  return l;
-}
-} // namespace
-
 std::expected<std::unique_ptr<MasterAdmin>, std::string>
 MasterAdmin::open(struct ev_loop* loop, const std::string& address, Handler handler) {
   auto a = core::parse_listen_address(address);
@@ -36,7 +24,7 @@ MasterAdmin::open(struct ev_loop* loop, const std::string& address, Handler hand
 
 MasterAdmin::MasterAdmin(struct ev_loop* loop, int fd, std::string unix_path, Handler handler)
     : handler_(std::move(handler)), listen_fd_(fd), unix_path_(std::move(unix_path)),
-      ctx_(loop, *this, admin_limits()), acceptor_(ctx_, fd) {}
+      ctx_(loop, *this, server::admin_limits("portico-backend")), acceptor_(ctx_, fd) {}
 
 MasterAdmin::~MasterAdmin() {
   acceptor_.stop();

@@ -3,7 +3,7 @@
 // same server core as every other HTTP/1.1 and h2c request (server/: the strict request
 // parser, the header deadline, the connection limits), on the master's own libev loop. The
 // master's supervision loop runs that loop once per turn, so a client can hold neither it
-// nor the other clients: a head must arrive within 5 s, at most 32 connections are served.
+// nor the other clients (server::admin_limits: 32 connections, a head within 5 s).
 #include "server/acceptor.h"
 #include "server/server_context.h"
 

@@ -259,19 +259,25 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     hs_ok += s->tls_handshakes.get();
     hs_failed += s->tls_handshake_failures.get();
   }
+  // A counter per name of a fixed list, summed over the servers (the worker threads).
+  auto by_server = [&](const char* name, const char* help, const char* label,
+                       std::span<const char* const> names, auto member) {
+    auto f = family(name, help, MetricType::Counter);
+    for (size_t k = 0; k < names.size(); ++k) {
+      uint64_t n = 0;
+      for (const auto* s : servers)
+        n += (s->*member)[k].get();
+      ClientMetric m = value_metric(static_cast<double>(n), true);
+      m.label = {{label, names[k]}};
+      f.metric.push_back(std::move(m));
+    }
+    return f;
+  };
   // Every timeout in one family: the client side's from the servers, the upstream side's
   // summed over clusters from the error kinds that are timeouts.
-  auto timeouts = family("portico_timeouts_total",
-                         "Timeouts that cut a client or an upstream exchange short, by kind.",
-                         MetricType::Counter);
-  for (size_t k = 0; k < std::size(kClientTimeoutKinds); ++k) {
-    uint64_t n = 0;
-    for (const auto* s : servers)
-      n += s->timeouts[k].get();
-    ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"kind", kClientTimeoutKinds[k]}};
-    timeouts.metric.push_back(std::move(m));
-  }
+  auto timeouts = by_server("portico_timeouts_total",
+                            "Timeouts that cut a client or an upstream exchange short, by kind.",
+                            "kind", kClientTimeoutKinds, &ServerStats::timeouts);
   for (auto [kind, error] : {std::pair{"upstream_connect", "connect_timeout"},
                              std::pair{"upstream_response", "response_timeout"},
                              std::pair{"upstream_queue", "queue_timeout"}}) {
@@ -288,17 +294,9 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   }
   out.push_back(std::move(timeouts));
 
-  auto goaways =
-      family("portico_h2_goaways_sent_total",
-             "HTTP/2 GOAWAY frames sent to clients, by error code.", MetricType::Counter);
-  for (size_t k = 0; k < std::size(kGoawayReasons); ++k) {
-    uint64_t n = 0;
-    for (const auto* s : servers)
-      n += s->h2_goaways[k].get();
-    ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"reason", kGoawayReasons[k]}};
-    goaways.metric.push_back(std::move(m));
-  }
+  auto goaways = by_server("portico_h2_goaways_sent_total",
+                           "HTTP/2 GOAWAY frames sent to clients, by error code.", "reason",
+                           kGoawayReasons, &ServerStats::h2_goaways);
   out.push_back(std::move(goaways));
 
   auto buffers = family("portico_buffer_bytes",
@@ -321,18 +319,10 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   out.push_back(std::move(buffers));
   out.push_back(std::move(aborts));
 
-  auto rejected = family("portico_client_connections_rejected_total",
-                         "Times accepting client connections paused: at max_connections, or out "
-                         "of file descriptors or memory (then with a backoff).",
-                         MetricType::Counter);
-  for (size_t k = 0; k < std::size(kClientRejections); ++k) {
-    uint64_t n = 0;
-    for (const auto* s : servers)
-      n += s->rejected[k].get();
-    ClientMetric m = value_metric(static_cast<double>(n), true);
-    m.label = {{"reason", kClientRejections[k]}};
-    rejected.metric.push_back(std::move(m));
-  }
+  auto rejected = by_server("portico_client_connections_rejected_total",
+                            "Times accepting client connections paused: at max_connections, or "
+                            "out of file descriptors or memory (then with a backoff).",
+                            "reason", kClientRejections, &ServerStats::rejected);
   out.push_back(std::move(rejected));
 
   auto streams =

@@ -29,15 +29,8 @@ Supervisor::Supervisor(const config::Config& cfg,
                                                      access_log_fds, loop_, &done_));
   if (admin_fd >= 0) {
     admin_ = std::make_unique<AdminHandler>(cfg, workers_, ev_time());
-    server::ServerLimits limits;
-    limits.server_name = "portico";
-    limits.keepalive_timeout = 30;
-    // A scraper or a prober needs a few connections and quick answers; the admin loop is the
-    // supervisor's too, so nothing here may hold it.
-    limits.max_connections = 32;
-    limits.header_timeout = 5;
-    limits.send_timeout = 10;
-    admin_ctx_ = std::make_unique<server::ServerContext>(loop_, *admin_, limits);
+    admin_ctx_ =
+        std::make_unique<server::ServerContext>(loop_, *admin_, server::admin_limits("portico"));
     admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
   }
   for (size_t i = 0; i < tls.size() && i < cfg.listeners.size(); ++i) {

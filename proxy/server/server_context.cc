@@ -7,6 +7,16 @@
 
 namespace portico::server {
 
+ServerLimits admin_limits(std::string_view server_name) {
+  ServerLimits l;
+  l.server_name = std::string(server_name);
+  l.keepalive_timeout = 30;
+  l.header_timeout = 5;
+  l.send_timeout = 10;
+  l.max_connections = 32;
+  return l;
+}
+
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits, core::DeferredQueue& deferred)
     : loop_(loop), handler_(handler), limits_(limits), deferred_(&deferred) {}

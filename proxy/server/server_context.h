@@ -52,6 +52,11 @@ struct ServerLimits {
   std::string server_name = "portico"; // the Server header
 };
 
+// An admin endpoint's limits (portico's, portico-backend master's): a scraper or a prober needs
+// a few connections and quick answers, and the loop it shares with supervision must never be
+// held: at most 32 connections, a request head within 5 s, output taken within 10 s.
+ServerLimits admin_limits(std::string_view server_name);
+
 class ServerContext {
 public:
   // deferred: the loop's one deferral queue, shared with whatever else runs on the loop (a

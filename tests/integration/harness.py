@@ -85,6 +85,35 @@ def pid_alive(pid):
         return False
 
 
+def http_get(port, path="/hello", timeout=10):
+    """One GET on a fresh connection to 127.0.0.1:port: (status, body)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def metric_sample(text, name, **labels):
+    """The value of the first sample of family name (with these labels among its own) in a
+    Prometheus text exposition; 0 when there is none."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time of process pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Http1Response:
     def __init__(self, status, reason, version, headers, body):
         self.status, self.reason, self.version = status, reason, version
@@ -202,7 +231,8 @@ def check_sanitizer_log(text, what, ignore=()):
     for mark in SANITIZER_MARKS:
         if mark in text:
             start = text.index(mark)
-            raise AssertionError(f"{what}: sanitizer report:\n{text[max(0, start - 200):start + 3000]}")
+            report = text[max(0, start - 200):start + 3000]
+            raise AssertionError(f"{what}: sanitizer report:\n{report}")
 
 
 class Process:

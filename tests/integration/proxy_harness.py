@@ -98,6 +98,14 @@ class Proxy:
     def read_log(self):
         return self.process.read_log()
 
+    def admin(self, path):
+        """GET path from the admin endpoint: the body as text."""
+        return harness.http_get(self.admin_port, path)[1].decode()
+
+    def metric(self, name, **labels):
+        """One sample of /metrics (0 when absent)."""
+        return harness.metric_sample(self.admin("/metrics"), name, **labels)
+
     def rss_kib(self):
         return harness.rss_kib(self.pid)
 

@@ -4,7 +4,6 @@ served once a connection closes; out of file descriptors (ulimit -n 64) the acce
 instead of spinning on its level-triggered socket, logs it once per interval, answers a request
 whose upstream connect finds no descriptor with 503 without holding the endpoint down, and
 serves again once clients leave."""
-import http.client
 import json
 import os
 import re
@@ -17,38 +16,12 @@ import harness
 from proxy_harness import Proxy
 
 
-def admin(proxy, path):
-    conn = http.client.HTTPConnection("127.0.0.1", proxy.admin_port, timeout=10)
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().read().decode()
-    finally:
-        conn.close()
 
 
-def sample(text, name, **labels):
-    for line in text.splitlines():
-        if line.startswith(name + " ") and not labels:
-            return float(line.rsplit(" ", 1)[1])
-        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100.0
 
 
-def get(port, path="/hello", timeout=10):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def open_idle(port, n):
@@ -68,7 +41,7 @@ class ConnectionLimits(unittest.TestCase):
                       server_options={"max_connections": 5})
         self.addCleanup(proxy.stop)
         idle = open_idle(proxy.port, 5)
-        harness.wait_until(lambda: json.loads(admin(proxy, "/status"))["client_connections"] == 5,
+        harness.wait_until(lambda: json.loads(proxy.admin("/status"))["client_connections"] == 5,
                            what="5 connections accepted")
         # The sixth waits in the backlog: its request is not answered while the five stay.
         waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
@@ -77,8 +50,7 @@ class ConnectionLimits(unittest.TestCase):
         waiting.settimeout(0.5)
         with self.assertRaises(socket.timeout):
             waiting.recv(1)
-        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
-                                       "portico_client_connections_rejected_total",
+        self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
                                        reason="max_connections"), 1)
         idle[0].close()
         waiting.settimeout(10)
@@ -102,7 +74,7 @@ class ConnectionLimits(unittest.TestCase):
         # Well above the cap (the readers hold ~3.3 MB together), so that a block or two
         # coming and going cannot take the level under it while the test looks.
         harness.wait_until(
-            lambda: sample(admin(proxy, "/metrics"), "portico_buffer_bytes") >= 3 << 20,
+            lambda: proxy.metric("portico_buffer_bytes") >= 3 << 20,
             what="buffers above the cap")
         waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         self.addCleanup(waiting.close)
@@ -110,15 +82,14 @@ class ConnectionLimits(unittest.TestCase):
         waiting.settimeout(0.5)
         with self.assertRaises(socket.timeout):
             waiting.recv(1)
-        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
-                                       "portico_client_connections_rejected_total",
+        self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
                                        reason="buffer_memory"), 1)
         for s in readers:
             s.close()
         waiting.settimeout(10)
         self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
         harness.wait_until(
-            lambda: sample(admin(proxy, "/metrics"), "portico_buffer_bytes") < 1 << 20,
+            lambda: proxy.metric("portico_buffer_bytes") < 1 << 20,
             what="buffers given back")
 
     def test_listener_max_connections(self):
@@ -126,7 +97,7 @@ class ConnectionLimits(unittest.TestCase):
                       listener_options={"max_connections": 2})
         self.addCleanup(proxy.stop)
         idle = open_idle(proxy.port, 2)
-        harness.wait_until(lambda: json.loads(admin(proxy, "/status"))["client_connections"] == 2,
+        harness.wait_until(lambda: json.loads(proxy.admin("/status"))["client_connections"] == 2,
                            what="2 connections accepted")
         waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         self.addCleanup(waiting.close)
@@ -151,11 +122,11 @@ class ConnectionLimits(unittest.TestCase):
         clients = open_idle(proxy.port, 80)
         try:
             harness.wait_until(
-                lambda: json.loads(admin(proxy, "/status"))["client_connections"] == limit,
+                lambda: json.loads(proxy.admin("/status"))["client_connections"] == limit,
                 what=f"{limit} connections accepted")
-            cpu, start = cpu_seconds(proxy.pid), time.monotonic()
+            cpu, start = harness.cpu_seconds(proxy.pid), time.monotonic()
             time.sleep(2)  # a measuring window, not synchronisation
-            used = cpu_seconds(proxy.pid) - cpu
+            used = harness.cpu_seconds(proxy.pid) - cpu
             self.assertLess(used, 0.3 * (time.monotonic() - start), f"{used} s of CPU in 2 s")
             for c in clients:
                 c.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -164,11 +135,10 @@ class ConnectionLimits(unittest.TestCase):
         finally:
             for s in clients:
                 s.close()
-        harness.wait_until(lambda: get(proxy.port)[0] == 200, what="serving again")
-        ep = json.loads(admin(proxy, "/status"))["clusters"][0]["endpoints"][0]
+        harness.wait_until(lambda: harness.http_get(proxy.port)[0] == 200, what="serving again")
+        ep = json.loads(proxy.admin("/status"))["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["health"], ep["connect_failures"]), ("up", 0))
-        self.assertGreaterEqual(sample(admin(proxy, "/metrics"),
-                                       "portico_client_connections_rejected_total",
+        self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
                                        reason="max_connections"), 1)
         self.assertNotIn("Too many open files", proxy.read_log())
 
@@ -186,9 +156,9 @@ class ConnectionLimits(unittest.TestCase):
             harness.wait_until(lambda: "Too many open files" in proxy.read_log(),
                                what="the proxy to run out of descriptors")
             # The acceptor backs off rather than spinning on a socket it cannot accept from.
-            cpu, start = cpu_seconds(proxy.pid), time.monotonic()
+            cpu, start = harness.cpu_seconds(proxy.pid), time.monotonic()
             time.sleep(2)  # a measuring window, not synchronisation
-            used = cpu_seconds(proxy.pid) - cpu
+            used = harness.cpu_seconds(proxy.pid) - cpu
             self.assertLess(used, 0.3 * (time.monotonic() - start), f"{used} s of CPU in 2 s")
             # A request on a connection it did accept needs an upstream descriptor too: 503,
             # never 502 (the endpoint is fine). Those still in the backlog get nothing yet.
@@ -201,16 +171,16 @@ class ConnectionLimits(unittest.TestCase):
             for s in clients:
                 s.close()
         # Once they are gone it serves again, and the endpoint was never held down.
-        harness.wait_until(lambda: get(proxy.port)[0] == 200, what="serving again")
-        doc = json.loads(admin(proxy, "/status"))
+        harness.wait_until(lambda: harness.http_get(proxy.port)[0] == 200, what="serving again")
+        doc = json.loads(proxy.admin("/status"))
         ep = doc["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["health"], ep["connect_failures"]), ("up", 0))
-        text = admin(proxy, "/metrics")
-        self.assertGreaterEqual(sample(text, "portico_client_connections_rejected_total",
-                                       reason="out_of_resources"), 1)
+        text = proxy.admin("/metrics")
+        self.assertGreaterEqual(harness.metric_sample(
+            text, "portico_client_connections_rejected_total", reason="out_of_resources"), 1)
         # (and more: requests of the backlog's connections, accepted while the others close)
-        self.assertGreaterEqual(
-            sample(text, "portico_upstream_errors_total", kind="local_resources"), len(answers))
+        self.assertGreaterEqual(harness.metric_sample(
+            text, "portico_upstream_errors_total", kind="local_resources"), len(answers))
         # Logged once per interval, not once per failed accept.
         self.assertLess(proxy.read_log().count("Too many open files"), 10)
 

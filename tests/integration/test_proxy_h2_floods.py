@@ -4,7 +4,6 @@ WINDOW_UPDATEs on one connection, rapid reset, a CONTINUATION flood; a HEADERS f
 stream id lower than one already opened (h2spec 5.1.1/2); an invalid connection preface on the
 TLS port, where ALPN already said h2, and after HTTP/2's request line on the cleartext port
 (h2spec 3.5/2)."""
-import http.client
 import socket
 import ssl
 import struct
@@ -77,10 +76,6 @@ class FrameReader(threading.Thread):
         return [int.from_bytes(p[4:8], "big") for t, _, _, p in self.frames if t == GOAWAY]
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, in clock ticks
 
 
 class H2Floods(unittest.TestCase):
@@ -107,7 +102,7 @@ class H2Floods(unittest.TestCase):
     def flood(self, opening, frames, expect=(ENHANCE_YOUR_CALM,)):
         """Sends opening, then frames (one bytes object), on a fresh connection; expects a
         GOAWAY with one of the codes in expect, then the close, for little CPU."""
-        cpu = cpu_seconds(self.proxy.pid)
+        cpu = harness.cpu_seconds(self.proxy.pid)
         sent_before = goaways_sent(self.proxy)
         s, reader = self.connect()
         try:
@@ -117,7 +112,7 @@ class H2Floods(unittest.TestCase):
         self.assertTrue(reader.closed.wait(15), "connection still open after the flood")
         codes = reader.goaway_codes()
         self.assertTrue(codes and codes[-1] in expect, f"GOAWAY codes {codes}")
-        self.assertLess(cpu_seconds(self.proxy.pid) - cpu, 2.0)
+        self.assertLess(harness.cpu_seconds(self.proxy.pid) - cpu, 2.0)
         self.assertEqual(goaways_sent(self.proxy), sent_before + 1)
         return reader
 
@@ -213,12 +208,7 @@ class H2Floods(unittest.TestCase):
 
 def goaways_sent(proxy):
     """GOAWAY frames the proxy has counted, every reason together."""
-    conn = http.client.HTTPConnection("127.0.0.1", proxy.admin_port, timeout=10)
-    try:
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-    finally:
-        conn.close()
+    text = proxy.admin("/metrics")
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("portico_h2_goaways_sent_total{"))
 

@@ -7,7 +7,6 @@ connection kept busy with PINGs, are closed.
 
 The pauses between a slow client's bytes are the client's shape, not synchronisation; every
 wait for the proxy's reaction is a wait on a socket event or a metric, bounded in time."""
-import http.client
 import json
 import select
 import socket
@@ -28,40 +27,19 @@ SEND_TIMEOUT = 2
 HUGE = "/bytes?n=500000000"  # more than any socket buffer: the client's reading is what counts
 
 
-def admin(proxy, path):
-    conn = http.client.HTTPConnection("127.0.0.1", proxy.admin_port, timeout=10)
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().read().decode()
-    finally:
-        conn.close()
 
 
-def sample(text, name, **labels):
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 def busy_upstream(proxy):
-    doc = json.loads(admin(proxy, "/status"))
+    doc = json.loads(proxy.admin("/status"))
     return sum(e["busy"] for e in doc["clusters"][0]["endpoints"])
 
 
 def timeouts(proxy, kind):
-    return sample(admin(proxy, "/metrics"), "portico_timeouts_total", kind=kind)
+    return proxy.metric("portico_timeouts_total", kind=kind)
 
 
-def get(port, path="/hello", timeout=15):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def slow_reader(port, path=HUGE):
@@ -178,7 +156,7 @@ class SlowReaders(unittest.TestCase):
             self.addCleanup(s.close)
         harness.wait_until(lambda: busy_upstream(self.proxy) == 4, what="4 upstreams busy")
         start = time.monotonic()
-        status, body = get(self.proxy.port)
+        status, body = harness.http_get(self.proxy.port, timeout=15)
         self.assertEqual((status, body), (200, b"hello world\n"))
         self.assertLess(time.monotonic() - start, SEND_TIMEOUT + 3)
         for s in socks:
@@ -236,7 +214,7 @@ class PipelinerThatNeverReads(unittest.TestCase):
         self.addCleanup(backend.stop)
         proxy = Proxy([f"127.0.0.1:{backend.port}"], workers=1)
         self.addCleanup(proxy.stop)
-        self.assertEqual(get(proxy.port)[0], 200)
+        self.assertEqual(harness.http_get(proxy.port)[0], 200)
         rss_before = proxy.rss_kib()
         s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         self.addCleanup(s.close)
