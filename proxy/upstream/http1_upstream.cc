@@ -55,7 +55,7 @@ void Http1Upstream::arm_timer(double seconds) {
   ev_timer_again(pool_.loop(), &timer_);
 }
 
-void Http1Upstream::attach(UpstreamClient* client, bool head_request) {
+void Http1Upstream::attach(UpstreamStreamListener* client, bool head_request) {
   client_ = client;
   ++requests_;
   request_complete_ = request_sent_ = false;
@@ -292,7 +292,7 @@ void Http1Upstream::on_response_end() {
 }
 
 void Http1Upstream::finish_exchange() {
-  UpstreamClient* c = client_;
+  UpstreamStreamListener* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived. A bodiless
   // answer (HEAD, 304) that states a body length is where an application that gets it wrong
@@ -317,7 +317,7 @@ void Http1Upstream::finish_exchange() {
 }
 
 void Http1Upstream::fail(UpstreamError e) {
-  UpstreamClient* c = client_;
+  UpstreamStreamListener* c = client_;
   client_ = nullptr;
   bool connect_failed = is_connect_failure(e);
   // A timeout is the application's slowness, not a lost request: never sent again.

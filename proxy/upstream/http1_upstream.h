@@ -7,8 +7,8 @@
 #include "core/deferred_queue.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
-#include "upstream/upstream_client.h"
 #include "upstream/upstream_stream.h"
+#include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
 
@@ -34,7 +34,7 @@ public:
 
   State state() const { return state_; }
   // Starts an exchange for client. head_request: the response has no body.
-  void attach(UpstreamClient* client, bool head_request);
+  void attach(UpstreamStreamListener* client, bool head_request);
   // UpstreamStream. detach: the connection cannot be trusted again; it closes.
   void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
                  const ForwardingOptions& fwd) override;
@@ -98,7 +98,7 @@ private:
   http::Arena arena_;
   http::UpstreamResponseHead head_;
   http::Http1ResponseParser parser_;
-  UpstreamClient* client_ = nullptr;
+  UpstreamStreamListener* client_ = nullptr;
   uint32_t requests_ = 0;
   BodyFraming framing_ = BodyFraming::NONE;
   bool request_complete_ = false; // the whole request is in the output

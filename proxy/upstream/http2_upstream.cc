@@ -96,7 +96,7 @@ bool Http2Upstream::can_take() const {
   return streams_ < limit && nghttp2_session_check_request_allowed(session_);
 }
 
-void Http2Upstream::open_stream(UpstreamClient* client) {
+void Http2Upstream::open_stream(UpstreamStreamListener* client) {
   auto* st = new Http2UpstreamStream(*this, client, client->is_head_request(),
                                      completed_ == 0 && streams_ == 0);
   st->next_ = streams_head_;
@@ -148,7 +148,7 @@ void Http2Upstream::run_deferred() {
     for (Http2UpstreamStream* st = streams_head_; st;) {
       Http2UpstreamStream* next = st->next_;
       if (st->id_ < 0) {
-        UpstreamClient* c = st->client_;
+        UpstreamStreamListener* c = st->client_;
         st->client_ = nullptr;
         stream_gone(st);
         if (c)
@@ -371,7 +371,7 @@ int Http2Upstream::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, voi
 }
 
 void Http2Upstream::end_response(Http2UpstreamStream& st) {
-  UpstreamClient* client = st.client_;
+  UpstreamStreamListener* client = st.client_;
   ++completed_;
   // The request may still be sending a body no one needs now: stop it (NO_ERROR, as
   // RFC 9113 8.1 asks of a server that answered early; nghttp2 does the same).
@@ -410,7 +410,7 @@ int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_
       static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(c->session_, id));
   if (!st)
     return 0;
-  UpstreamClient* client = st->client_;
+  UpstreamStreamListener* client = st->client_;
   Delivery delivery = st->response_seen_                     ? Delivery::ANSWERED
                       : error_code == NGHTTP2_REFUSED_STREAM ? Delivery::NOT_DELIVERED
                                                              : Delivery::UNANSWERED;
@@ -451,7 +451,7 @@ void Http2Upstream::close(UpstreamError e) {
   // Every stream still carrying a request fails. One the connect never carried was not
   // delivered; one that saw no response byte may or may not have been.
   bool connect_failed = is_connect_failure(e);
-  std::vector<std::pair<UpstreamClient*, Delivery>> failed;
+  std::vector<std::pair<UpstreamStreamListener*, Delivery>> failed;
   for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
     if (st->client_) {
       failed.push_back({st->client_, connect_failed       ? Delivery::NOT_DELIVERED

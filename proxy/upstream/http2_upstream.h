@@ -10,8 +10,8 @@
 #include "core/small_allocator.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
-#include "upstream/upstream_client.h"
-#include "upstream/upstream_stream.h"
+#include "upstream/http2_upstream_stream.h"
+#include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
 #include <nghttp2/nghttp2.h>
@@ -20,67 +20,6 @@
 namespace portico::upstream {
 
 class UpstreamPool;
-class Http2Upstream;
-
-// One request on a shared h2c connection (http2_upstream_stream.cc).
-class Http2UpstreamStream final : public UpstreamStream {
-public:
-  // A request body above this waits for DATA frames before the client is read further.
-  static constexpr size_t kBodyHigh = 64 * 1024;
-
-  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
-  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
-
-  Http2UpstreamStream(Http2Upstream& conn, UpstreamClient* client, bool head_request, bool first);
-  ~Http2UpstreamStream();
-
-  void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
-                 const ForwardingOptions& fwd) override;
-  void send_body(std::string_view data) override;
-  void end_request(std::span<const http::Header> trailers) override;
-  size_t buffered() const override { return body_.size(); }
-  void pause_reading() override { paused_ = true; }
-  void resume_reading() override;
-  void detach() override;
-  bool first_on_connection() const override { return first_; }
-  double connect_seconds() const override;
-
-private:
-  friend class Http2Upstream;
-  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
-  static ssize_t read_body(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
-                           uint32_t* flags, nghttp2_data_source* src, void* user);
-  void on_timer();
-  // Ends the client's part: no callback reaches it after. cancel: reset the stream too.
-  void release_client(bool cancel);
-  void touch();
-
-  Http2Upstream& conn_;
-  UpstreamClient* client_;
-  int32_t id_ = -1;
-  http::Arena arena_;
-  http::UpstreamResponseHead head_;
-  core::ByteQueue body_; // request body not yet framed
-  std::vector<http::Header> trailers_;
-  ev_timer timer_;
-  double last_activity_ = 0; // a request or response byte moved on this stream
-  size_t unconsumed_ = 0;    // response DATA held back from the window while paused
-  size_t header_bytes_ = 0;  // of the header block being received
-  bool head_request_;
-  bool first_;
-  bool has_body_ = false;
-  bool request_ended_ = false;
-  bool request_sent_ = false; // framed whole: response_timeout runs from here
-  bool body_deferred_ = false;
-  bool head_delivered_ = false;
-  bool response_seen_ = false;
-  bool paused_ = false;
-  bool failed_ = false; // refused before it reached nghttp2: reported from the loop
-
-  // The connection's list of live streams.
-  Http2UpstreamStream* prev_ = nullptr;
-  Http2UpstreamStream* next_ = nullptr;
-};
 
 class Http2Upstream final : public core::Deferred {
 public:
@@ -95,7 +34,7 @@ public:
   // Room for one more stream: not draining, under the server's concurrency limit.
   bool can_take() const;
   // A stream for client, handed to it with on_upstream_ready.
-  void open_stream(UpstreamClient* client);
+  void open_stream(UpstreamStreamListener* client);
   size_t streams() const { return streams_; }
   double connect_seconds() const { return connect_seconds_; }
   void want_flush();

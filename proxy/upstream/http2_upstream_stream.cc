@@ -1,3 +1,5 @@
+#include "upstream/http2_upstream_stream.h"
+
 #include "http/nghttp2_nv.h"
 #include "upstream/http2_upstream.h"
 #include "upstream/request_fields.h"
@@ -39,7 +41,7 @@ struct Http2Fields {
 
 } // namespace
 
-Http2UpstreamStream::Http2UpstreamStream(Http2Upstream& conn, UpstreamClient* client,
+Http2UpstreamStream::Http2UpstreamStream(Http2Upstream& conn, UpstreamStreamListener* client,
                                          bool head_request, bool first)
     : conn_(conn), client_(client), head_request_(head_request), first_(first) {
   ev_init(&timer_, timer_cb);
@@ -206,7 +208,7 @@ void Http2UpstreamStream::on_timer() {
     ev_timer_again(conn_.pool_.loop(), &timer_);
     return;
   }
-  UpstreamClient* c = client_;
+  UpstreamStreamListener* c = client_;
   conn_.pool_.metrics().errors[static_cast<int>(UpstreamError::RESPONSE_TIMEOUT)].inc();
   release_client(true);
   if (c)

@@ -9,8 +9,8 @@
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
-#include "upstream/upstream_client.h"
 #include "upstream/upstream_stream.h"
+#include "upstream/upstream_stream_listener.h"
 
 #include <vector>
 
@@ -19,7 +19,7 @@ namespace portico::upstream {
 class Cluster;
 class UpstreamPool;
 
-class ProxiedExchange final : public server::ExchangeListener, public UpstreamClient {
+class ProxiedExchange final : public server::ExchangeListener, public UpstreamStreamListener {
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried once
   // their first bytes have left for the upstream.

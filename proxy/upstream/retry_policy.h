@@ -5,7 +5,7 @@
 // while the proxy still holds its whole body. Anything else is an honest 502: a request is
 // never applied twice by the proxy's doing.
 #include "metrics/worker_metrics.h"
-#include "upstream/upstream_client.h"
+#include "upstream/upstream_stream_listener.h"
 
 #include <optional>
 #include <string_view>

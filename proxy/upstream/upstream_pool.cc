@@ -69,7 +69,7 @@ UpstreamPool::~UpstreamPool() {
   reaper_.run_deferred();
 }
 
-void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
+void UpstreamPool::acquire(UpstreamStreamListener* client, bool fresh) {
   if (h2_) {
     acquire_h2(client);
     return;
@@ -101,7 +101,7 @@ void UpstreamPool::acquire(UpstreamClient* client, bool fresh) {
   wait_for_room(client);
 }
 
-void UpstreamPool::wait_for_room(UpstreamClient* client) {
+void UpstreamPool::wait_for_room(UpstreamStreamListener* client) {
   if (has_address_ && cluster_.queue_timeout <= 0) {
     metrics_.errors[metrics::kErrorQueueTimeout].inc();
     client->on_queue_timeout();
@@ -110,7 +110,7 @@ void UpstreamPool::wait_for_room(UpstreamClient* client) {
   enqueue(client, false);
 }
 
-void UpstreamPool::refuse(UpstreamClient* client) {
+void UpstreamPool::refuse(UpstreamStreamListener* client) {
   if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
     metrics_.errors[static_cast<int>(UpstreamError::LOCAL_RESOURCES)].inc();
     client->on_upstream_error(UpstreamError::LOCAL_RESOURCES, Delivery::NOT_DELIVERED);
@@ -121,7 +121,7 @@ void UpstreamPool::refuse(UpstreamClient* client) {
   client->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
 }
 
-void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
+void UpstreamPool::enqueue(UpstreamStreamListener* client, bool front) {
   client->queued = true;
   if (!front)
     client->queued_at = ev_now(loop_);
@@ -148,7 +148,7 @@ void UpstreamPool::enqueue(UpstreamClient* client, bool front) {
   arm_queue_timer();
 }
 
-bool UpstreamPool::connect_for(UpstreamClient* client, bool from_queue) {
+bool UpstreamPool::connect_for(UpstreamStreamListener* client, bool from_queue) {
   if (!has_address_) {
     client->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
     return false;
@@ -182,14 +182,14 @@ void UpstreamPool::set_address(const SocketAddress& a) {
 void UpstreamPool::address_failed() {
   if (has_address_)
     return; // keep using the last good answer
-  while (UpstreamClient* c = wait_head_) {
+  while (UpstreamStreamListener* c = wait_head_) {
     cancel(c);
     metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
   }
 }
 
-void UpstreamPool::cancel(UpstreamClient* client) {
+void UpstreamPool::cancel(UpstreamStreamListener* client) {
   if (!client->queued)
     return;
   client->queued = false;
@@ -218,7 +218,7 @@ void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hin
       u->close(); // on_closed serves the waiter with a fresh connection
       return;
     }
-    UpstreamClient* c = wait_head_;
+    UpstreamStreamListener* c = wait_head_;
     cancel(c);
     ++reuses_;
     u->attach(c, c->is_head_request());
@@ -311,7 +311,7 @@ bool UpstreamPool::h2_connect() {
   return true;
 }
 
-void UpstreamPool::acquire_h2(UpstreamClient* client) {
+void UpstreamPool::acquire_h2(UpstreamStreamListener* client) {
   if (Http2Upstream* c = h2_with_room()) {
     ++reuses_;
     c->open_stream(client);
@@ -347,7 +347,7 @@ void UpstreamPool::h2_serve_waiters() {
         return;
       c = h2_head_;
     }
-    UpstreamClient* w = wait_head_;
+    UpstreamStreamListener* w = wait_head_;
     cancel(w);
     c->open_stream(w);
   }
@@ -374,7 +374,7 @@ void UpstreamPool::serve_waiters() {
     return;
   }
   while (has_address_ && wait_head_ && (max_ == 0 || total_ < max_)) {
-    UpstreamClient* c = wait_head_;
+    UpstreamStreamListener* c = wait_head_;
     cancel(c);
     if (!connect_for(c, true) && c == wait_head_)
       return; // the backlog is still full: c is back at the head, waiting
@@ -452,7 +452,7 @@ void UpstreamPool::on_queue_timer() {
   double now = ev_now(loop_);
   // FIFO with one timeout: the oldest waiters expire first.
   while (wait_head_ && wait_head_->queued_at + queue_limit() <= now + 0.0005) {
-    UpstreamClient* c = wait_head_;
+    UpstreamStreamListener* c = wait_head_;
     cancel(c);
     if (!has_address_) {
       // Still no answer from the resolver: a gateway timeout, not a full queue.

@@ -6,8 +6,8 @@
 #include "config/config.h"
 #include "core/deferred_queue.h"
 #include "metrics/worker_metrics.h"
-#include "upstream/upstream_client.h"
 #include "upstream/upstream_endpoint.h"
+#include "upstream/upstream_stream_listener.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -30,9 +30,9 @@ public:
 
   // Finds client a connection: at once (idle or new) or later from the queue; or fails it.
   // fresh: skip idle connections (a retry after a reused one failed).
-  void acquire(UpstreamClient* client, bool fresh);
+  void acquire(UpstreamStreamListener* client, bool fresh);
   // The client left the queue (its exchange ended).
-  void cancel(UpstreamClient* client);
+  void cancel(UpstreamStreamListener* client);
 
   // From Http1Upstream.
   void release(Http1Upstream* u, bool reusable, double keepalive_hint);
@@ -84,14 +84,14 @@ private:
   void on_queue_timer();
   void on_idle_timer();
   // False when client got no connection: failed, or queued again (a full unix backlog).
-  bool connect_for(UpstreamClient* client, bool from_queue = false);
-  void enqueue(UpstreamClient* client, bool front);
+  bool connect_for(UpstreamStreamListener* client, bool from_queue = false);
+  void enqueue(UpstreamStreamListener* client, bool front);
   // No connection now: wait in the queue (or 503 at once with queue_timeout = 0).
-  void wait_for_room(UpstreamClient* client);
+  void wait_for_room(UpstreamStreamListener* client);
   // The connect failed: the endpoint is held down and the client told (502).
-  void refuse(UpstreamClient* client);
+  void refuse(UpstreamStreamListener* client);
   // h2c: a stream on a connection with room, a new connection, or the queue.
-  void acquire_h2(UpstreamClient* client);
+  void acquire_h2(UpstreamStreamListener* client);
   Http2Upstream* h2_with_room();
   bool h2_connect();
   void serve_waiters();
@@ -128,8 +128,8 @@ private:
   Http1Upstream* idle_head_ = nullptr; // newest first
   Http1Upstream* idle_tail_ = nullptr;
   size_t idle_count_ = 0;
-  UpstreamClient* wait_head_ = nullptr;
-  UpstreamClient* wait_tail_ = nullptr;
+  UpstreamStreamListener* wait_head_ = nullptr;
+  UpstreamStreamListener* wait_tail_ = nullptr;
   size_t waiting_ = 0;
   ev_timer queue_timer_;
   ev_timer idle_timer_;
