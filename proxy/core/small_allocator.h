@@ -30,6 +30,8 @@ public:
   // set sends every request back to malloc.
   static constexpr size_t kMaxFreeBytesPerClass = 2 << 20;
   static constexpr size_t max_free(size_t c) { return kMaxFreeBytesPerClass / (size_t{32} << c); }
+  // Chunks class c holds free now (for tests and diagnostics).
+  size_t free_count(size_t c) const { return free_count_[c]; }
 
 private:
   struct Chunk {

@@ -58,9 +58,15 @@ TEST(SmallAllocator, FreeListsAreBounded) {
   auto& a = SmallAllocator::local();
   std::vector<void*> many;
   for (size_t i = 0; i < SmallAllocator::max_free(4) + 100; ++i)
-    many.push_back(a.allocate(500));
+    many.push_back(a.allocate(500)); // the 512-byte class, 4
+  EXPECT_EQ(a.free_count(4), 0u);
   for (void* p : many)
     a.deallocate(p); // the ones past the bound go back to malloc (LSan checks none is lost)
+  EXPECT_EQ(a.free_count(4), SmallAllocator::max_free(4));
+  // The list is reused before malloc is asked again.
+  void* p = a.allocate(500);
+  EXPECT_EQ(a.free_count(4), SmallAllocator::max_free(4) - 1);
+  a.deallocate(p);
 }
 
 TEST(SmallAllocator, Nghttp2CallocZeroesAndRefusesOverflow) {
