@@ -112,24 +112,13 @@ void Http2ServerSession::send_settings() {
 }
 
 void Http2ServerSession::link(Http2Stream* st) {
-  st->next_ = streams_;
-  if (streams_)
-    streams_->prev_ = st;
-  streams_ = st;
+  streams_.push_front(st);
   conn_.context().stats().h2_streams_opened.inc();
-  ++open_streams_;
 }
 
 void Http2ServerSession::unlink(Http2Stream* st) {
-  if (st->prev_)
-    st->prev_->next_ = st->next_;
-  else
-    streams_ = st->next_;
-  if (st->next_)
-    st->next_->prev_ = st->prev_;
-  st->prev_ = st->next_ = nullptr;
+  streams_.erase(st);
   conn_.context().stats().h2_streams_closed.inc();
-  --open_streams_;
 }
 
 void Http2ServerSession::on_activate() {
@@ -214,14 +203,14 @@ void Http2ServerSession::on_eof() {
 
 ev_tstamp Http2ServerSession::oldest_send_wait() const {
   ev_tstamp oldest = 0;
-  for (const Http2Stream* st = streams_; st; st = st->next_)
+  for (const Http2Stream* st = streams_.front(); st; st = Streams::next(st))
     if (st->send_waiting_since_ > 0 && (oldest == 0 || st->send_waiting_since_ < oldest))
       oldest = st->send_waiting_since_;
   return oldest;
 }
 
 void Http2ServerSession::expire_send_waits(ev_tstamp before) {
-  for (Http2Stream* st = streams_; st; st = st->next_)
+  for (Http2Stream* st = streams_.front(); st; st = Streams::next(st))
     if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
       // The client keeps this stream's window shut: the stream goes, the connection and its
       // other streams stay. The upstream side is released when the reset closes the stream.
@@ -233,7 +222,7 @@ void Http2ServerSession::expire_send_waits(ev_tstamp before) {
 
 void Http2ServerSession::on_timeout() {
   // Streams at work keep the connection; a header block left unfinished does not.
-  if (open_streams_ > 0 && header_block_since_ == 0)
+  if (!streams_.empty() && header_block_since_ == 0)
     return;
   nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
   want_write();
@@ -264,7 +253,7 @@ void Http2ServerSession::send_final_goaway() {
 }
 
 void Http2ServerSession::on_close() {
-  while (Http2Stream* st = streams_) {
+  while (Http2Stream* st = streams_.front()) {
     unlink(st);
     if (auto* l = st->listener_) {
       st->listener_ = nullptr;
@@ -546,7 +535,7 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   auto* me = self(ud);
   nghttp2_session_set_stream_user_data(s, id, nullptr);
   me->unlink(st);
-  if (me->open_streams_ == 0) {
+  if (me->streams_.empty()) {
     me->header_block_since_ = 0; // a stream reset inside its header block
     me->conn_.touch();           // the keep-alive wait starts now
   }

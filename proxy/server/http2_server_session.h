@@ -4,10 +4,12 @@
 // into the connection's queue, DATA payloads moved from each stream's queue without a copy
 // (NGHTTP2_DATA_FLAG_NO_COPY). Flow control is manual: a request's DATA is acknowledged with
 // WINDOW_UPDATE only once its consumer has taken it.
+#include "core/intrusive_list.h"
 #include "http/response_head.h"
 #include "server/h2_glitch_budget.h"
 #include "server/h2_stream_ids.h"
 #include "server/h2c_upgrade.h"
+#include "server/http2_stream.h"
 #include "server/server_session.h"
 
 #include <nghttp2/nghttp2.h>
@@ -29,7 +31,7 @@ public:
   void on_eof() override;
   void before_flush() override;
   void on_output_drained() override;
-  bool idle() const override { return open_streams_ == 0; }
+  bool idle() const override { return streams_.empty(); }
   ev_tstamp head_started() const override { return header_block_since_; }
   bool reads_are_activity() const override { return false; }
   ev_tstamp oldest_send_wait() const override;
@@ -77,10 +79,10 @@ private:
   ClientConnection& conn_;
   nghttp2_session* session_ = nullptr;
   Http2Stream* upgraded_stream_ = nullptr;
-  Http2Stream* streams_ = nullptr;     // open streams, for aborting them on close
+  using Streams = core::IntrusiveList<Http2Stream, &Http2Stream::hook_>;
+  Streams streams_;                    // open streams, for aborting them on close
   std::vector<Http2Stream*> writable_; // streams to tell they may produce again
-  size_t open_streams_ = 0;
-  ev_tstamp header_block_since_ = 0; // a request's HEADERS came, its END_HEADERS not yet
+  ev_tstamp header_block_since_ = 0;   // a request's HEADERS came, its END_HEADERS not yet
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
   bool draining_ = false;

@@ -39,7 +39,7 @@ Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
   st->body_received_ = 0;
   st->paused_ = st->dispatched_ = st->deferred_ = st->has_provider_ = false;
   st->writable_wanted_ = st->too_large_ = false;
-  st->prev_ = st->next_ = nullptr;
+  st->hook_ = {};
   st->request_.clear();
   st->request_trailers_.clear();
   st->response_trailers_.clear();

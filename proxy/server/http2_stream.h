@@ -3,6 +3,7 @@
 // until nghttp2 schedules a DATA frame for it, so a slow stream never holds up the others.
 // Streams are recycled through a per-thread free list, arena blocks and all.
 #include "core/byte_queue.h"
+#include "core/intrusive_list.h"
 #include "server/exchange.h"
 
 #include <cstdint>
@@ -33,8 +34,7 @@ private:
   Http2Stream() = default;
 
   Http2ServerSession* session_ = nullptr;
-  Http2Stream* prev_ = nullptr; // the session's list of open streams
-  Http2Stream* next_ = nullptr;
+  core::ListHook<Http2Stream> hook_; // in the session's list of open streams
   int32_t id_ = 0;
   core::ByteQueue body_;                        // response DATA not yet framed
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends

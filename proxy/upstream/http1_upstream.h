@@ -5,6 +5,7 @@
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
 #include "core/deferred_queue.h"
+#include "core/intrusive_list.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
 #include "upstream/upstream_stream.h"
@@ -59,8 +60,7 @@ public:
   bool idle_event_pending() const { return ev_is_pending(&rev_); }
 
   // Pool bookkeeping.
-  Http1Upstream* idle_next = nullptr;
-  Http1Upstream* idle_prev = nullptr;
+  core::ListHook<Http1Upstream> idle_hook; // in the pool's idle list
   double idle_until = 0;
   double idle_since = 0;
 

@@ -79,10 +79,8 @@ Http2Upstream::~Http2Upstream() {
     ::close(fd_);
   }
   ev_timer_stop(pool_.loop(), &timer_);
-  while (Http2UpstreamStream* st = streams_head_) {
-    streams_head_ = st->next_;
+  while (Http2UpstreamStream* st = streams_.pop_front())
     delete st;
-  }
   nghttp2_session_del(session_);
   if (in_)
     core::BlockPool::local().put(in_);
@@ -93,36 +91,27 @@ bool Http2Upstream::can_take() const {
     return false;
   uint32_t limit =
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
-  return streams_ < limit && nghttp2_session_check_request_allowed(session_);
+  return streams_.size() < limit && nghttp2_session_check_request_allowed(session_);
 }
 
 void Http2Upstream::open_stream(UpstreamStreamListener* client) {
   auto* st = new Http2UpstreamStream(*this, client, client->is_head_request(),
-                                     completed_ == 0 && streams_ == 0);
-  st->next_ = streams_head_;
-  if (streams_head_)
-    streams_head_->prev_ = st;
-  streams_head_ = st;
-  if (streams_++ == 0)
+                                     completed_ == 0 && streams_.empty());
+  streams_.push_front(st);
+  if (streams_.size() == 1)
     ev_timer_stop(pool_.loop(), &timer_); // idle retirement, if it was armed
   pool_.h2_stream_opened();
   client->on_upstream_ready(*st);
 }
 
 void Http2Upstream::stream_gone(Http2UpstreamStream* st) {
-  if (st->prev_)
-    st->prev_->next_ = st->next_;
-  else
-    streams_head_ = st->next_;
-  if (st->next_)
-    st->next_->prev_ = st->prev_;
+  streams_.erase(st);
   delete st;
-  --streams_;
-  if (streams_ == 0 && state_ == State::DRAINING) {
+  if (streams_.empty() && state_ == State::DRAINING) {
     close(UpstreamError::RESET);
     return;
   }
-  if (streams_ == 0)
+  if (streams_.empty())
     arm_idle();
   pool_.h2_stream_done();
 }
@@ -145,8 +134,8 @@ void Http2Upstream::run_deferred() {
     has_failed_streams_ = false;
     // Streams nghttp2 never took (refused at submit) or whose client left before they were
     // submitted: the client hears now, from the loop, and may retry elsewhere.
-    for (Http2UpstreamStream* st = streams_head_; st;) {
-      Http2UpstreamStream* next = st->next_;
+    for (Http2UpstreamStream* st = streams_.front(); st;) {
+      Http2UpstreamStream* next = Streams::next(st);
       if (st->id_ < 0) {
         UpstreamStreamListener* c = st->client_;
         st->client_ = nullptr;
@@ -189,11 +178,11 @@ void Http2Upstream::flush() {
     ev_io_start(pool_.loop(), &wev_);
   if (notify_writable_) {
     notify_writable_ = false;
-    for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
+    for (Http2UpstreamStream* st = streams_.front(); st; st = Streams::next(st))
       if (st->client_ && st->body_.size() < Http2UpstreamStream::kBodyHigh)
         st->client_->on_upstream_writable();
   }
-  if (state_ == State::DRAINING && streams_ == 0 && out_.empty())
+  if (state_ == State::DRAINING && streams_.empty() && out_.empty())
     close(UpstreamError::RESET);
 }
 
@@ -218,7 +207,7 @@ void Http2Upstream::on_timer() {
     pool_.note_connect_failed();
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
     close(UpstreamError::CONNECT_TIMEOUT);
-  } else if (streams_ == 0) {
+  } else if (streams_.empty()) {
     drain(); // idle for too long: retire before the upstream's own timeout
   }
 }
@@ -236,7 +225,7 @@ void Http2Upstream::on_connected() {
   pool_.metrics().connect.observe(connect_seconds_);
   ev_timer_stop(pool_.loop(), &timer_);
   ev_io_start(pool_.loop(), &rev_);
-  if (streams_ == 0)
+  if (streams_.empty())
     arm_idle();
   run_deferred();
 }
@@ -433,7 +422,7 @@ void Http2Upstream::drain() {
   state_ = State::DRAINING;
   nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
   want_flush();
-  if (streams_ == 0 && out_.empty())
+  if (streams_.empty() && out_.empty())
     flush();
 }
 
@@ -452,7 +441,7 @@ void Http2Upstream::close(UpstreamError e) {
   // delivered; one that saw no response byte may or may not have been.
   bool connect_failed = is_connect_failure(e);
   std::vector<std::pair<UpstreamStreamListener*, Delivery>> failed;
-  for (Http2UpstreamStream* st = streams_head_; st; st = st->next_)
+  for (Http2UpstreamStream* st = streams_.front(); st; st = Streams::next(st))
     if (st->client_) {
       failed.push_back({st->client_, connect_failed       ? Delivery::NOT_DELIVERED
                                      : st->response_seen_ ? Delivery::ANSWERED

@@ -7,6 +7,7 @@
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
 #include "core/deferred_queue.h"
+#include "core/intrusive_list.h"
 #include "core/small_allocator.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
@@ -35,7 +36,7 @@ public:
   bool can_take() const;
   // A stream for client, handed to it with on_upstream_ready.
   void open_stream(UpstreamStreamListener* client);
-  size_t streams() const { return streams_; }
+  size_t streams() const { return streams_.size(); }
   double connect_seconds() const { return connect_seconds_; }
   void want_flush();
   // Fails every stream (with e) and closes the socket; the pool destroys the object later.
@@ -44,8 +45,7 @@ public:
   void drain();
 
   // Pool bookkeeping.
-  Http2Upstream* pool_next = nullptr;
-  Http2Upstream* pool_prev = nullptr;
+  core::ListHook<Http2Upstream> pool_hook; // in the pool's list of h2c connections
 
 private:
   friend class Http2UpstreamStream;
@@ -79,8 +79,8 @@ private:
   ev_timer timer_; // connect timeout, then idle retirement
   core::Block* in_ = nullptr;
   core::ByteQueue out_;
-  Http2UpstreamStream* streams_head_ = nullptr;
-  size_t streams_ = 0;
+  using Streams = core::IntrusiveList<Http2UpstreamStream, &Http2UpstreamStream::hook_>;
+  Streams streams_;        // live streams
   uint32_t completed_ = 0; // streams that got a whole response
   double connect_started_ = 0;
   double connect_seconds_ = 0;

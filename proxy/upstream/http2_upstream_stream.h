@@ -3,6 +3,7 @@
 // the body through a deferred data provider, the response's DATA taken from the flow-control
 // window only as the client takes it, so that a slow client holds back its own stream.
 #include "core/byte_queue.h"
+#include "core/intrusive_list.h"
 #include "core/small_allocator.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
@@ -72,9 +73,7 @@ private:
   bool paused_ = false;
   bool failed_ = false; // refused before it reached nghttp2: reported from the loop
 
-  // The connection's list of live streams.
-  Http2UpstreamStream* prev_ = nullptr;
-  Http2UpstreamStream* next_ = nullptr;
+  core::ListHook<Http2UpstreamStream> hook_; // in the connection's list of live streams
 };
 
 } // namespace portico::upstream

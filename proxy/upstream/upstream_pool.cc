@@ -58,13 +58,13 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
 UpstreamPool::~UpstreamPool() {
   ev_timer_stop(loop_, &queue_timer_);
   ev_timer_stop(loop_, &idle_timer_);
-  while (idle_head_) {
-    Http1Upstream* u = idle_head_;
+  while (idle_.front()) {
+    Http1Upstream* u = idle_.front();
     unlink_idle(u);
     u->close();
   }
-  while (h2_head_)
-    h2_head_->close(UpstreamError::RESET);
+  while (h2_conns_.front())
+    h2_conns_.front()->close(UpstreamError::RESET);
   deferred_.cancel(&reaper_);
   reaper_.run_deferred();
 }
@@ -74,8 +74,8 @@ void UpstreamPool::acquire(UpstreamStreamListener* client, bool fresh) {
     acquire_h2(client);
     return;
   }
-  while (!fresh && idle_head_) {
-    Http1Upstream* u = idle_head_;
+  while (!fresh && idle_.front()) {
+    Http1Upstream* u = idle_.front();
     unlink_idle(u);
     if (u->idle_event_pending()) {
       // The upstream closed it or sent something since it went idle, in this very loop
@@ -88,9 +88,9 @@ void UpstreamPool::acquire(UpstreamStreamListener* client, bool fresh) {
     client->on_upstream_ready(*u);
     return;
   }
-  if (fresh && idle_head_ && max_ > 0 && total_ >= max_) {
+  if (fresh && idle_.front() && max_ > 0 && total_ >= max_) {
     // Make room: an idle connection is worth less than this retry.
-    Http1Upstream* u = idle_tail_;
+    Http1Upstream* u = idle_.back();
     unlink_idle(u);
     u->close();
   }
@@ -125,24 +125,10 @@ void UpstreamPool::enqueue(UpstreamStreamListener* client, bool front) {
   client->queued = true;
   if (!front)
     client->queued_at = ev_now(loop_);
-  if (front) {
-    // Back at the head: it was first in line already.
-    client->queue_prev = nullptr;
-    client->queue_next = wait_head_;
-    if (wait_head_)
-      wait_head_->queue_prev = client;
-    else
-      wait_tail_ = client;
-    wait_head_ = client;
-  } else {
-    client->queue_next = nullptr;
-    client->queue_prev = wait_tail_;
-    if (wait_tail_)
-      wait_tail_->queue_next = client;
-    else
-      wait_head_ = client;
-    wait_tail_ = client;
-  }
+  if (front)
+    wait_.push_front(client); // back at the head: it was first in line already
+  else
+    wait_.push_back(client);
   ++waiting_;
   publish();
   arm_queue_timer();
@@ -182,7 +168,7 @@ void UpstreamPool::set_address(const SocketAddress& a) {
 void UpstreamPool::address_failed() {
   if (has_address_)
     return; // keep using the last good answer
-  while (UpstreamStreamListener* c = wait_head_) {
+  while (UpstreamStreamListener* c = wait_.front()) {
     cancel(c);
     metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
@@ -193,15 +179,7 @@ void UpstreamPool::cancel(UpstreamStreamListener* client) {
   if (!client->queued)
     return;
   client->queued = false;
-  if (client->queue_prev)
-    client->queue_prev->queue_next = client->queue_next;
-  else
-    wait_head_ = client->queue_next;
-  if (client->queue_next)
-    client->queue_next->queue_prev = client->queue_prev;
-  else
-    wait_tail_ = client->queue_prev;
-  client->queue_next = client->queue_prev = nullptr;
+  wait_.erase(client);
   --waiting_;
   publish();
 }
@@ -211,14 +189,14 @@ void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hin
     u->close();
     return;
   }
-  if (wait_head_) {
+  if (wait_.front()) {
     // Straight to a waiting request, without a pass through the idle watcher: bytes after the
     // response's end, or its close, may already be here.
     if (!u->quiet()) {
       u->close(); // on_closed serves the waiter with a fresh connection
       return;
     }
-    UpstreamStreamListener* c = wait_head_;
+    UpstreamStreamListener* c = wait_.front();
     cancel(c);
     ++reuses_;
     u->attach(c, c->is_head_request());
@@ -249,7 +227,7 @@ void UpstreamPool::note_idle_closed(double idle_seconds) {
   learned_idle_ = idle_seconds;
   // The connections idle now go by it too.
   double limit = std::max(0.1, learned_idle_ * kLearnedFraction);
-  for (Http1Upstream* u = idle_head_; u; u = u->idle_next)
+  for (Http1Upstream* u = idle_.front(); u; u = IdleList::next(u))
     u->idle_until = std::min(u->idle_until, u->idle_since + limit);
   ev_timer_stop(loop_, &idle_timer_);
   arm_idle_timer();
@@ -284,7 +262,7 @@ Http2Upstream* UpstreamPool::h2_with_room() {
   // that many connections (and so over that many of a preforked upstream's workers).
   Http2Upstream* best = nullptr;
   size_t open = 0;
-  for (Http2Upstream* c = h2_head_; c; c = c->pool_next) {
+  for (Http2Upstream* c = h2_conns_.front(); c; c = H2List::next(c)) {
     open += c->state() != Http2Upstream::State::DRAINING;
     if (c->can_take() && (!best || c->streams() < best->streams()))
       best = c;
@@ -303,10 +281,7 @@ bool UpstreamPool::h2_connect() {
   ++connects_;
   ++total_;
   auto* c = new Http2Upstream(*this, fd);
-  c->pool_next = h2_head_;
-  if (h2_head_)
-    h2_head_->pool_prev = c;
-  h2_head_ = c;
+  h2_conns_.push_front(c);
   publish();
   return true;
 }
@@ -322,7 +297,7 @@ void UpstreamPool::acquire_h2(UpstreamStreamListener* client) {
       refuse(client);
       return;
     }
-    h2_head_->open_stream(client);
+    h2_conns_.front()->open_stream(client);
     return;
   }
   wait_for_room(client);
@@ -340,27 +315,21 @@ void UpstreamPool::h2_stream_done() {
 }
 
 void UpstreamPool::h2_serve_waiters() {
-  while (wait_head_ && has_address_) {
+  while (wait_.front() && has_address_) {
     Http2Upstream* c = h2_with_room();
     if (!c) {
       if (!h2_connect())
         return;
-      c = h2_head_;
+      c = h2_conns_.front();
     }
-    UpstreamStreamListener* w = wait_head_;
+    UpstreamStreamListener* w = wait_.front();
     cancel(w);
     c->open_stream(w);
   }
 }
 
 void UpstreamPool::h2_closed(Http2Upstream* c) {
-  if (c->pool_prev)
-    c->pool_prev->pool_next = c->pool_next;
-  else
-    h2_head_ = c->pool_next;
-  if (c->pool_next)
-    c->pool_next->pool_prev = c->pool_prev;
-  c->pool_next = c->pool_prev = nullptr;
+  h2_conns_.erase(c);
   --total_;
   h2_streams_ -= std::min(h2_streams_, c->streams());
   publish();
@@ -373,10 +342,10 @@ void UpstreamPool::serve_waiters() {
     h2_serve_waiters();
     return;
   }
-  while (has_address_ && wait_head_ && (max_ == 0 || total_ < max_)) {
-    UpstreamStreamListener* c = wait_head_;
+  while (has_address_ && wait_.front() && (max_ == 0 || total_ < max_)) {
+    UpstreamStreamListener* c = wait_.front();
     cancel(c);
-    if (!connect_for(c, true) && c == wait_head_)
+    if (!connect_for(c, true) && c == wait_.front())
       return; // the backlog is still full: c is back at the head, waiting
   }
 }
@@ -399,7 +368,7 @@ void UpstreamPool::publish() {
   if (h2_) {
     // An h2c connection is busy while it carries a stream.
     idle_count_ = 0;
-    for (Http2Upstream* c = h2_head_; c; c = c->pool_next)
+    for (Http2Upstream* c = h2_conns_.front(); c; c = H2List::next(c))
       idle_count_ += c->streams() == 0;
   }
   gauges_.idle.set(static_cast<int64_t>(idle_count_));
@@ -408,38 +377,23 @@ void UpstreamPool::publish() {
 }
 
 void UpstreamPool::push_idle(Http1Upstream* u) {
-  u->idle_prev = nullptr;
-  u->idle_next = idle_head_;
-  if (idle_head_)
-    idle_head_->idle_prev = u;
-  else
-    idle_tail_ = u;
-  idle_head_ = u;
+  idle_.push_front(u);
   ++idle_count_;
   publish();
   arm_idle_timer();
 }
 
 void UpstreamPool::unlink_idle(Http1Upstream* u) {
-  if (u->idle_prev)
-    u->idle_prev->idle_next = u->idle_next;
-  else if (idle_head_ == u)
-    idle_head_ = u->idle_next;
-  else
+  if (!idle_.erase(u))
     return; // not in the list
-  if (u->idle_next)
-    u->idle_next->idle_prev = u->idle_prev;
-  else
-    idle_tail_ = u->idle_prev;
-  u->idle_next = u->idle_prev = nullptr;
   --idle_count_;
   publish();
 }
 
 void UpstreamPool::arm_queue_timer() {
-  if (!wait_head_ || ev_is_active(&queue_timer_))
+  if (!wait_.front() || ev_is_active(&queue_timer_))
     return;
-  double due = wait_head_->queued_at + queue_limit() - ev_now(loop_);
+  double due = wait_.front()->queued_at + queue_limit() - ev_now(loop_);
   ev_timer_set(&queue_timer_, std::max(0.0, due), 0);
   ev_timer_start(loop_, &queue_timer_);
 }
@@ -451,8 +405,8 @@ void UpstreamPool::queue_timer_cb(struct ev_loop*, ev_timer* w, int) {
 void UpstreamPool::on_queue_timer() {
   double now = ev_now(loop_);
   // FIFO with one timeout: the oldest waiters expire first.
-  while (wait_head_ && wait_head_->queued_at + queue_limit() <= now + 0.0005) {
-    UpstreamStreamListener* c = wait_head_;
+  while (wait_.front() && wait_.front()->queued_at + queue_limit() <= now + 0.0005) {
+    UpstreamStreamListener* c = wait_.front();
     cancel(c);
     if (!has_address_) {
       // Still no answer from the resolver: a gateway timeout, not a full queue.
@@ -467,11 +421,11 @@ void UpstreamPool::on_queue_timer() {
 }
 
 void UpstreamPool::arm_idle_timer() {
-  if (ev_is_active(&idle_timer_) || !idle_tail_)
+  if (ev_is_active(&idle_timer_) || !idle_.back())
     return;
   // The oldest idle connection (the tail) expires first only roughly (hints differ); the
   // timer callback scans the whole list, which is short.
-  double due = idle_tail_->idle_until - ev_now(loop_);
+  double due = idle_.back()->idle_until - ev_now(loop_);
   ev_timer_set(&idle_timer_, std::max(0.05, due), 0);
   ev_timer_start(loop_, &idle_timer_);
 }
@@ -483,8 +437,8 @@ void UpstreamPool::idle_timer_cb(struct ev_loop*, ev_timer* w, int) {
 void UpstreamPool::on_idle_timer() {
   double now = ev_now(loop_);
   double next = 0;
-  for (Http1Upstream* u = idle_head_; u;) {
-    Http1Upstream* n = u->idle_next;
+  for (Http1Upstream* u = idle_.front(); u;) {
+    Http1Upstream* n = IdleList::next(u);
     if (u->idle_until <= now) {
       unlink_idle(u);
       u->close();

@@ -5,7 +5,10 @@
 // deadline, rather than piling up in the upstream's listen backlog.
 #include "config/config.h"
 #include "core/deferred_queue.h"
+#include "core/intrusive_list.h"
 #include "metrics/worker_metrics.h"
+#include "upstream/http1_upstream.h"
+#include "upstream/http2_upstream.h"
 #include "upstream/upstream_endpoint.h"
 #include "upstream/upstream_stream_listener.h"
 
@@ -15,9 +18,6 @@
 #include <vector>
 
 namespace portico::upstream {
-
-class Http1Upstream;
-class Http2Upstream;
 
 class UpstreamPool {
 public:
@@ -124,19 +124,20 @@ private:
   uint64_t connects_ = 0;
   uint64_t reuses_ = 0;
 
-  size_t total_ = 0;                   // open connections, idle included
-  Http1Upstream* idle_head_ = nullptr; // newest first
-  Http1Upstream* idle_tail_ = nullptr;
+  size_t total_ = 0; // open connections, idle included
+  using IdleList = core::IntrusiveList<Http1Upstream, &Http1Upstream::idle_hook>;
+  using WaitList = core::IntrusiveList<UpstreamStreamListener, &UpstreamStreamListener::queue_hook>;
+  using H2List = core::IntrusiveList<Http2Upstream, &Http2Upstream::pool_hook>;
+  IdleList idle_; // newest first
   size_t idle_count_ = 0;
-  UpstreamStreamListener* wait_head_ = nullptr;
-  UpstreamStreamListener* wait_tail_ = nullptr;
+  WaitList wait_; // first come, first served
   size_t waiting_ = 0;
   ev_timer queue_timer_;
   ev_timer idle_timer_;
   std::vector<Http1Upstream*> doomed_;
-  bool h2_;                          // the cluster speaks h2c upstream
-  Http2Upstream* h2_head_ = nullptr; // open h2c connections
-  size_t h2_streams_ = 0;            // streams in flight on them
+  bool h2_;               // the cluster speaks h2c upstream
+  H2List h2_conns_;       // open h2c connections
+  size_t h2_streams_ = 0; // streams in flight on them
   std::vector<Http2Upstream*> h2_doomed_;
   struct Reaper : core::Deferred {
     UpstreamPool* pool;

@@ -3,6 +3,7 @@
 // request waits in a pool's queue. ("Client" is the user's side; this is the request as the
 // upstream side sees it.) Callbacks may arrive inside the connection's own libev callbacks; a
 // listener that ends its exchange in one of them must not touch the connection after.
+#include "core/intrusive_list.h"
 #include "upstream/upstream_error.h"
 
 #include <string_view>
@@ -40,8 +41,7 @@ public:
   virtual bool is_head_request() const { return false; }
 
   // The pool's waiting queue (intrusive).
-  UpstreamStreamListener* queue_next = nullptr;
-  UpstreamStreamListener* queue_prev = nullptr;
+  core::ListHook<UpstreamStreamListener> queue_hook;
   double queued_at = 0;
   bool queued = false;
 };
