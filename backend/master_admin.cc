@@ -6,18 +6,18 @@
 
 namespace portico::backend {
 
-std::expected<std::unique_ptr<MasterAdmin>, std::string>
+core::expected<std::unique_ptr<MasterAdmin>, std::string>
 MasterAdmin::open(struct ev_loop* loop, const std::string& address, Handler handler) {
   auto a = core::parse_listen_address(address);
   if (!a)
-    return std::unexpected(a.error());
+    return core::unexpected(a.error());
   auto fd = core::open_listener(*a, 64, false);
   if (!fd)
-    return std::unexpected(fd.error());
+    return core::unexpected(fd.error());
   std::unique_ptr<MasterAdmin> m(new MasterAdmin(
       loop, *fd, a->kind == core::ListenAddress::Kind::UNIX ? a->path : "", std::move(handler)));
   if (!m->acceptor_.ok())
-    return std::unexpected("epoll for the admin listener failed");
+    return core::unexpected("epoll for the admin listener failed");
   m->acceptor_.start();
   return m;
 }

@@ -7,7 +7,7 @@
 #include "server/acceptor.h"
 #include "server/server_context.h"
 
-#include <expected>
+#include "core/expected.h"
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,7 +27,7 @@ public:
   using Handler = std::function<AdminResponse(std::string_view path)>;
 
   // Listens on address ("HOST:PORT" or "unix:/path") on loop, or says why it cannot.
-  static std::expected<std::unique_ptr<MasterAdmin>, std::string>
+  static core::expected<std::unique_ptr<MasterAdmin>, std::string>
   open(struct ev_loop* loop, const std::string& address, Handler handler);
   ~MasterAdmin() override;
 

@@ -39,28 +39,28 @@ bool unix_socket_alive(const sockaddr_un& sa) {
   return alive;
 }
 
-std::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) {
+core::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) {
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   if (a.path.size() >= sizeof sa.sun_path) {
-    return std::unexpected("unix socket path too long: " + a.path);
+    return core::unexpected("unix socket path too long: " + a.path);
   }
   std::memcpy(sa.sun_path, a.path.c_str(), a.path.size() + 1);
   struct stat st;
   if (::stat(a.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
     if (unix_socket_alive(sa)) {
-      return std::unexpected(a.path + ": another server is listening there");
+      return core::unexpected(a.path + ": another server is listening there");
     }
     ::unlink(a.path.c_str());
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    return std::unexpected(errno_text("socket"));
+    return core::unexpected(errno_text("socket"));
   }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     std::string why = errno_text("bind " + a.path);
     ::close(fd);
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   const char* step = nullptr;
   if (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0)
@@ -71,12 +71,12 @@ std::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) {
     std::string why = errno_text(step + a.path);
     ::close(fd);
     ::unlink(a.path.c_str()); // ours, and useless half-made
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   return fd;
 }
 
-std::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bool reuse_port) {
+core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bool reuse_port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -85,12 +85,12 @@ std::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bo
   std::string port = std::to_string(a.port);
   int rc = ::getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0) {
-    return std::unexpected(a.text + ": " + gai_strerror(rc));
+    return core::unexpected(a.text + ": " + gai_strerror(rc));
   }
   int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     ::freeaddrinfo(res);
-    return std::unexpected(errno_text("socket"));
+    return core::unexpected(errno_text("socket"));
   }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -105,7 +105,7 @@ std::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bo
     std::string why = errno_text("bind " + a.text);
     ::close(fd);
     ::freeaddrinfo(res);
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   ::freeaddrinfo(res);
   return fd;
@@ -113,7 +113,7 @@ std::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bo
 
 } // namespace
 
-std::expected<ListenAddress, std::string> parse_listen_address(std::string_view s) {
+core::expected<ListenAddress, std::string> parse_listen_address(std::string_view s) {
   ListenAddress a;
   a.text = std::string(s);
   if (s.starts_with("unix:")) {
@@ -123,18 +123,18 @@ std::expected<ListenAddress, std::string> parse_listen_address(std::string_view 
     int mode;
     if (colon != std::string_view::npos && parse_int(rest.substr(colon + 1), 8, mode)) {
       if (mode > 07777) {
-        return std::unexpected("unix socket mode must be octal 0 to 7777: " + a.text);
+        return core::unexpected("unix socket mode must be octal 0 to 7777: " + a.text);
       }
       a.mode = mode;
       rest = rest.substr(0, colon);
     }
     if (rest.empty() || rest[0] != '/') {
-      return std::unexpected("unix socket path must be absolute: " + a.text);
+      return core::unexpected("unix socket path must be absolute: " + a.text);
     }
     if (rest.size() >= sizeof(sockaddr_un::sun_path)) {
-      return std::unexpected("unix socket path is " + std::to_string(rest.size()) +
-                             " bytes; at most " +
-                             std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " fit: " + a.text);
+      return core::unexpected(
+          "unix socket path is " + std::to_string(rest.size()) + " bytes; at most " +
+          std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " fit: " + a.text);
     }
     a.path = std::string(rest);
     return a;
@@ -142,19 +142,19 @@ std::expected<ListenAddress, std::string> parse_listen_address(std::string_view 
   auto colon = s.rfind(':');
   if (colon == std::string_view::npos || !parse_int(s.substr(colon + 1), 10, a.port) ||
       a.port <= 0 || a.port > 65535) {
-    return std::unexpected("expected unix:/path[:mode] or HOST:PORT, got '" + a.text + "'");
+    return core::unexpected("expected unix:/path[:mode] or HOST:PORT, got '" + a.text + "'");
   }
   std::string_view host = s.substr(0, colon);
   bool open_bracket = !host.empty() && host.front() == '[';
   bool close_bracket = !host.empty() && host.back() == ']';
   if (open_bracket != close_bracket || (!open_bracket && host.find(':') != host.npos)) {
-    return std::unexpected("an IPv6 address needs brackets: [::1]:PORT, got '" + a.text + "'");
+    return core::unexpected("an IPv6 address needs brackets: [::1]:PORT, got '" + a.text + "'");
   }
   if (open_bracket)
     host = host.substr(1, host.size() - 2);
   if (open_bracket && host.empty()) {
-    return std::unexpected("empty address in brackets: '" + a.text +
-                           "' (for every address, write *:PORT)");
+    return core::unexpected("empty address in brackets: '" + a.text +
+                            "' (for every address, write *:PORT)");
   }
   if (host == "*")
     host = {};
@@ -176,8 +176,8 @@ bool same_socket(const ListenAddress& a, const ListenAddress& b) {
   return v6(a.host) == v6(b.host) && (wildcard(a.host) || wildcard(b.host));
 }
 
-std::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
-                                              bool reuse_port) {
+core::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
+                                               bool reuse_port) {
   return a.kind == ListenAddress::Kind::UNIX ? open_unix(a, backlog)
                                              : open_tcp(a, backlog, reuse_port);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Where a server listens: "unix:/path[:mode]" or "HOST:PORT" ("[::1]:PORT" for IPv6).
-#include <expected>
+#include "core/expected.h"
 #include <string>
 #include <string_view>
 
@@ -17,7 +17,7 @@ struct ListenAddress {
 };
 
 // The address, or why s is not one.
-std::expected<ListenAddress, std::string> parse_listen_address(std::string_view s);
+core::expected<ListenAddress, std::string> parse_listen_address(std::string_view s);
 
 // Whether binding both would take the same socket: the same unix path, or the same port where
 // the hosts are equal or one is a wildcard of the other's family. (SO_REUSEPORT would let both
@@ -26,6 +26,7 @@ bool same_socket(const ListenAddress& a, const ListenAddress& b);
 
 // Binds and listens: the fd (non-blocking, close-on-exec), or what failed.
 // A stale unix socket file left by a dead server is replaced; a live one is an error.
-std::expected<int, std::string> open_listener(const ListenAddress& a, int backlog, bool reuse_port);
+core::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
+                                               bool reuse_port);
 
 } // namespace portico::core

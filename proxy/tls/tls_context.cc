@@ -33,18 +33,18 @@ bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
   return http::iequals(pattern, name);
 }
 
-std::expected<SSL_CTX*, std::string>
+core::expected<SSL_CTX*, std::string>
 TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const std::string& key) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
-    return std::unexpected("SSL_CTX_new: " + openssl_error());
+    return core::unexpected("SSL_CTX_new: " + openssl_error());
   }
   SSL_CTX_set_min_proto_version(ctx, cfg.min_version);
   if (SSL_CTX_set_cipher_list(ctx, cfg.ciphers.c_str()) != 1 ||
       SSL_CTX_set_ciphersuites(ctx, cfg.ciphersuites.c_str()) != 1) {
     std::string why = "ciphers: " + openssl_error();
     SSL_CTX_free(ctx);
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   // RFC 9113 9.2: no compression, no renegotiation; these also suit HTTP/1.1.
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
@@ -58,13 +58,13 @@ TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const
   if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
     std::string why = cert + ": " + openssl_error();
     SSL_CTX_free(ctx);
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {
     std::string why = key + ": " + openssl_error();
     SSL_CTX_free(ctx);
-    return std::unexpected(why);
+    return core::unexpected(why);
   }
   tickets_.install(ctx);
   if (!ocsp_.empty()) {
@@ -83,25 +83,25 @@ bool TlsContext::h2_allows(const SSL_CIPHER* c) {
   return SSL_CIPHER_is_aead(c) && (kx == NID_kx_ecdhe || kx == NID_kx_dhe);
 }
 
-std::expected<std::unique_ptr<TlsContext>, std::string>
+core::expected<std::unique_ptr<TlsContext>, std::string>
 TlsContext::create(const config::TlsConfig& cfg) {
   std::unique_ptr<TlsContext> t(new TlsContext);
   if (!cfg.ocsp_staple.empty()) {
     std::ifstream in(cfg.ocsp_staple, std::ios::binary);
     t->ocsp_.assign(std::istreambuf_iterator<char>(in), {});
     if (!in.good() && !in.eof())
-      return std::unexpected(cfg.ocsp_staple + ": cannot be read");
+      return core::unexpected(cfg.ocsp_staple + ": cannot be read");
     if (t->ocsp_.empty())
-      return std::unexpected(cfg.ocsp_staple + ": empty OCSP response");
+      return core::unexpected(cfg.ocsp_staple + ": empty OCSP response");
   }
   auto made = t->new_ctx(cfg, cfg.certificate, cfg.private_key);
   if (!made)
-    return std::unexpected(made.error());
+    return core::unexpected(made.error());
   t->ctx_ = *made;
   for (const auto& s : cfg.sni) {
     auto c = t->new_ctx(cfg, s.certificate, s.private_key);
     if (!c)
-      return std::unexpected(c.error());
+      return core::unexpected(c.error());
     t->sni_.push_back({s.server_names, *c});
   }
   // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.

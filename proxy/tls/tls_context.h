@@ -6,7 +6,7 @@
 #include "config/config.h"
 #include "tls/ticket_keys.h"
 
-#include <expected>
+#include "core/expected.h"
 #include <memory>
 #include <openssl/ssl.h>
 #include <string>
@@ -17,7 +17,7 @@ namespace portico::tls {
 class TlsContext {
 public:
   // Loads certificates and keys, or says which file failed and why.
-  static std::expected<std::unique_ptr<TlsContext>, std::string>
+  static core::expected<std::unique_ptr<TlsContext>, std::string>
   create(const config::TlsConfig& cfg);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
@@ -40,8 +40,8 @@ private:
   static int alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                             const unsigned char* in, unsigned int inlen, void* arg);
   static int ocsp_cb(SSL* ssl, void* arg);
-  std::expected<SSL_CTX*, std::string> new_ctx(const config::TlsConfig& cfg,
-                                               const std::string& cert, const std::string& key);
+  core::expected<SSL_CTX*, std::string> new_ctx(const config::TlsConfig& cfg,
+                                                const std::string& cert, const std::string& key);
 
   struct Named {
     std::vector<std::string> names;
