@@ -103,9 +103,7 @@ void Acceptor::on_ready() {
       return;
     case ClientRejection::MEMORY:
       // Buffers drain without a connection closing: look again shortly.
-      ev_io_stop(ctx_.loop(), &io_);
-      ev_timer_set(&backoff_, kMemoryRecheck, 0);
-      ev_timer_start(ctx_.loop(), &backoff_);
+      pause_for(kMemoryRecheck);
       ctx_.stats().count(why);
       return;
     default: break;
@@ -129,12 +127,16 @@ void Acceptor::on_ready() {
   }
 }
 
+void Acceptor::pause_for(ev_tstamp seconds) {
+  ev_io_stop(ctx_.loop(), &io_);
+  ev_timer_set(&backoff_, seconds, 0);
+  ev_timer_start(ctx_.loop(), &backoff_);
+}
+
 void Acceptor::back_off(int err) {
   ctx_.stats().count(ClientRejection::OUT_OF_RESOURCES);
   delay_ = delay_ == 0 ? kFirstBackoff : std::min(delay_ * 2, kMaxBackoff);
-  ev_io_stop(ctx_.loop(), &io_);
-  ev_timer_set(&backoff_, delay_, 0);
-  ev_timer_start(ctx_.loop(), &backoff_);
+  pause_for(delay_);
   ++unreported_;
   ev_tstamp now = ev_now(ctx_.loop());
   if (now - last_report_ >= kReportInterval) {

@@ -36,6 +36,8 @@ private:
   static void backoff_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_ready();
   void back_off(int err);
+  // Stops watching the socket; backoff_cb starts again after seconds.
+  void pause_for(ev_tstamp seconds);
 
   ServerContext& ctx_;
   int lfd_;

@@ -20,14 +20,6 @@ constexpr int32_t kConnectionWindow = 16 << 20;
 // Stop framing when this much waits for the socket; on_output_drained resumes.
 constexpr size_t kOutputHigh = 256 * 1024;
 
-Http2ServerSession* self(void* user_data) {
-  return static_cast<Http2ServerSession*>(user_data);
-}
-
-Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
-  return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
-}
-
 using http::make_nv;
 
 // Hop-by-hop fields of an upgraded HTTP/1.1 request that have no place on stream 1.
@@ -138,13 +130,6 @@ void Http2ServerSession::want_write() {
   conn_.want_flush();
 }
 
-int Http2ServerSession::glitch() {
-  if (glitches_.spend(ev_now(conn_.loop())))
-    return 0;
-  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
-  return NGHTTP2_ERR_CALLBACK_FAILURE;
-}
-
 void Http2ServerSession::fail() {
   failed_ = true;
   // Lingering: a client still sending (a flood) would otherwise get a reset that can destroy
@@ -199,25 +184,6 @@ void Http2ServerSession::on_output_drained() {
 
 void Http2ServerSession::on_eof() {
   conn_.close_after_flush(false);
-}
-
-ev_tstamp Http2ServerSession::oldest_send_wait() const {
-  ev_tstamp oldest = 0;
-  for (const Http2Stream* st = streams_.front(); st; st = Streams::next(st))
-    if (st->send_waiting_since_ > 0 && (oldest == 0 || st->send_waiting_since_ < oldest))
-      oldest = st->send_waiting_since_;
-  return oldest;
-}
-
-void Http2ServerSession::expire_send_waits(ev_tstamp before) {
-  for (Http2Stream* st = streams_.front(); st; st = Streams::next(st))
-    if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
-      // The client keeps this stream's window shut: the stream goes, the connection and its
-      // other streams stay. The upstream side is released when the reset closes the stream.
-      st->send_waiting_since_ = 0;
-      conn_.context().stats().count(ClientTimeout::STREAM_SEND);
-      reset_stream(*st, NGHTTP2_CANCEL);
-    }
 }
 
 void Http2ServerSession::on_timeout() {
@@ -361,40 +327,6 @@ void Http2ServerSession::request_ended(Http2Stream& st) {
 }
 
 // ---- nghttp2 callbacks ----
-
-int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_hd* hd, void* ud) {
-  auto* me = self(ud);
-  switch (hd->type) {
-  case NGHTTP2_HEADERS:
-    // Before nghttp2 judges it: a HEADERS frame on an id the client skipped is a connection
-    // error (RFC 9113 5.1.1), which nghttp2 would ignore.
-    if ((hd->stream_id & 1) && !me->stream_ids_.on_headers(hd->stream_id)) {
-      nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR);
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    break;
-  case NGHTTP2_DATA:
-    if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM))
-      return me->glitch(); // carries nothing, ends nothing
-    break;
-  case NGHTTP2_PRIORITY: // RFC 9113 deprecates them; we schedule without them
-    return me->glitch();
-  case NGHTTP2_RST_STREAM:
-  case NGHTTP2_WINDOW_UPDATE:
-    // For a stream that is not open: nghttp2 ignores these silently once a stream is closed.
-    if (hd->stream_id != 0 && !stream_of(s, hd->stream_id))
-      return me->glitch();
-    break;
-  default: break;
-  }
-  return 0;
-}
-
-int Http2ServerSession::on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int,
-                                              void* ud) {
-  // nghttp2 answers the frame itself (a reset stream or a GOAWAY); a flood of them is ours.
-  return self(ud)->glitch();
-}
 
 int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)

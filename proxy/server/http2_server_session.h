@@ -64,6 +64,12 @@ private:
   static ssize_t read_data(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*,
                            nghttp2_data_source*, void*);
   static const nghttp2_session_callbacks* callbacks();
+  static Http2ServerSession* self(void* user_data) {
+    return static_cast<Http2ServerSession*>(user_data);
+  }
+  static Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
+    return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
+  }
 
   void dispatch(Http2Stream& st);
   void request_ended(Http2Stream& st);

@@ -31,14 +31,7 @@ def get(port, path, method="GET", timeout=10):
         conn.close()
 
 
-def sample(text, name, **labels):
-    """The value of one sample of the exposition, 0 when absent."""
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
+sample = harness.metric_sample
 
 
 class AdminBackend(Backend):

@@ -24,6 +24,25 @@ from proxy_harness import Proxy
 
 
 
+def wait_clients(proxy, n):
+    harness.wait_until(lambda: json.loads(proxy.admin("/status"))["client_connections"] == n,
+                       what=f"{n} connections accepted")
+
+
+def unanswered_request(test, port, close=False):
+    """A connection with a request on it that gets no answer for half a second (it waits in
+    the backlog): returned for the test to read the answer from later."""
+    waiting = socket.create_connection(("127.0.0.1", port), timeout=10)
+    test.addCleanup(waiting.close)
+    waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n" +
+                    (b"Connection: close\r\n" if close else b"") + b"\r\n")
+    waiting.settimeout(0.5)
+    with test.assertRaises(socket.timeout):
+        waiting.recv(1)
+    waiting.settimeout(10)
+    return waiting
+
+
 def open_idle(port, n):
     socks = []
     for _ in range(n):
@@ -41,19 +60,12 @@ class ConnectionLimits(unittest.TestCase):
                       server_options={"max_connections": 5})
         self.addCleanup(proxy.stop)
         idle = open_idle(proxy.port, 5)
-        harness.wait_until(lambda: json.loads(proxy.admin("/status"))["client_connections"] == 5,
-                           what="5 connections accepted")
+        wait_clients(proxy, 5)
         # The sixth waits in the backlog: its request is not answered while the five stay.
-        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        self.addCleanup(waiting.close)
-        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-        waiting.settimeout(0.5)
-        with self.assertRaises(socket.timeout):
-            waiting.recv(1)
+        waiting = unanswered_request(self, proxy.port)
         self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
-                                       reason="max_connections"), 1)
+                                             reason="max_connections"), 1)
         idle[0].close()
-        waiting.settimeout(10)
         f = waiting.makefile("rb")
         self.addCleanup(f.close)
         r = harness.read_http1_response(f)
@@ -76,17 +88,11 @@ class ConnectionLimits(unittest.TestCase):
         harness.wait_until(
             lambda: proxy.metric("portico_buffer_bytes") >= 3 << 20,
             what="buffers above the cap")
-        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        self.addCleanup(waiting.close)
-        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        waiting.settimeout(0.5)
-        with self.assertRaises(socket.timeout):
-            waiting.recv(1)
+        waiting = unanswered_request(self, proxy.port, close=True)
         self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
-                                       reason="buffer_memory"), 1)
+                                             reason="buffer_memory"), 1)
         for s in readers:
             s.close()
-        waiting.settimeout(10)
         self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
         harness.wait_until(
             lambda: proxy.metric("portico_buffer_bytes") < 1 << 20,
@@ -97,17 +103,10 @@ class ConnectionLimits(unittest.TestCase):
                       listener_options={"max_connections": 2})
         self.addCleanup(proxy.stop)
         idle = open_idle(proxy.port, 2)
-        harness.wait_until(lambda: json.loads(proxy.admin("/status"))["client_connections"] == 2,
-                           what="2 connections accepted")
-        waiting = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        self.addCleanup(waiting.close)
-        waiting.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        waiting.settimeout(0.5)
-        with self.assertRaises(socket.timeout):
-            waiting.recv(1)
+        wait_clients(proxy, 2)
+        waiting = unanswered_request(self, proxy.port, close=True)
         for s in idle:
             s.close()
-        waiting.settimeout(10)
         self.assertTrue(waiting.recv(100).startswith(b"HTTP/1.1 200 "))
 
     def test_fd_limit_sets_the_default_max_connections(self):
@@ -121,9 +120,7 @@ class ConnectionLimits(unittest.TestCase):
         self.assertGreaterEqual(limit, 1)
         clients = open_idle(proxy.port, 80)
         try:
-            harness.wait_until(
-                lambda: json.loads(proxy.admin("/status"))["client_connections"] == limit,
-                what=f"{limit} connections accepted")
+            wait_clients(proxy, limit)
             cpu, start = harness.cpu_seconds(proxy.pid), time.monotonic()
             time.sleep(2)  # a measuring window, not synchronisation
             used = harness.cpu_seconds(proxy.pid) - cpu
@@ -139,7 +136,7 @@ class ConnectionLimits(unittest.TestCase):
         ep = json.loads(proxy.admin("/status"))["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["health"], ep["connect_failures"]), ("up", 0))
         self.assertGreaterEqual(proxy.metric("portico_client_connections_rejected_total",
-                                       reason="max_connections"), 1)
+                                             reason="max_connections"), 1)
         self.assertNotIn("Too many open files", proxy.read_log())
 
     def test_out_of_file_descriptors(self):

@@ -22,14 +22,7 @@ def get(port, path):
         return e.code, e.read().decode()
 
 
-def sample(text, name, **labels):
-    """The value of one sample of the exposition, 0 when absent."""
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
+sample = harness.metric_sample
 
 
 class ProxyMetrics(unittest.TestCase):

@@ -1,0 +1,71 @@
+// What an HTTP/2 client connection is allowed, beside the protocol nghttp2 checks: the glitch
+// budget (frames that serve no request end in GOAWAY(ENHANCE_YOUR_CALM)), the stream ids a
+// client skipped (RFC 9113 5.1.1, which nghttp2 leaves unchecked), and the send timeout of a
+// stream whose window the client keeps shut. Part of Http2ServerSession.
+#include "server/client_connection.h"
+#include "server/http2_server_session.h"
+#include "server/server_context.h"
+
+namespace portico::server {
+
+int Http2ServerSession::glitch() {
+  if (glitches_.spend(ev_now(conn_.loop())))
+    return 0;
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+ev_tstamp Http2ServerSession::oldest_send_wait() const {
+  ev_tstamp oldest = 0;
+  for (const Http2Stream* st = streams_.front(); st; st = Streams::next(st))
+    if (st->send_waiting_since_ > 0 && (oldest == 0 || st->send_waiting_since_ < oldest))
+      oldest = st->send_waiting_since_;
+  return oldest;
+}
+
+void Http2ServerSession::expire_send_waits(ev_tstamp before) {
+  for (Http2Stream* st = streams_.front(); st; st = Streams::next(st))
+    if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
+      // The client keeps this stream's window shut: the stream goes, the connection and its
+      // other streams stay. The upstream side is released when the reset closes the stream.
+      st->send_waiting_since_ = 0;
+      conn_.context().stats().count(ClientTimeout::STREAM_SEND);
+      reset_stream(*st, NGHTTP2_CANCEL);
+    }
+}
+
+int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_hd* hd, void* ud) {
+  auto* me = self(ud);
+  switch (hd->type) {
+  case NGHTTP2_HEADERS:
+    // Before nghttp2 judges it: a HEADERS frame on an id the client skipped is a connection
+    // error (RFC 9113 5.1.1), which nghttp2 would ignore.
+    if ((hd->stream_id & 1) && !me->stream_ids_.on_headers(hd->stream_id)) {
+      nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR);
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    break;
+  case NGHTTP2_DATA:
+    if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM))
+      return me->glitch(); // carries nothing, ends nothing
+    break;
+  case NGHTTP2_PRIORITY: // RFC 9113 deprecates them; we schedule without them
+    return me->glitch();
+  case NGHTTP2_RST_STREAM:
+  case NGHTTP2_WINDOW_UPDATE:
+    // For a stream that is not open: nghttp2 ignores these silently once a stream is closed.
+    if (hd->stream_id != 0 && !stream_of(s, hd->stream_id))
+      return me->glitch();
+    break;
+  default: break;
+  }
+  return 0;
+}
+
+int Http2ServerSession::on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int,
+                                              void* ud) {
+  // nghttp2 answers the frame itself (a reset stream or a GOAWAY); a flood of them is ours.
+  return self(ud)->glitch();
+}
+
+} // namespace portico::server
