@@ -5,7 +5,7 @@
 #include "http/http1_strict_scanner.h"
 #include "http/nghttp2_nv.h"
 #include "server/client_connection.h"
-#include "server/http2_stream.h"
+#include "server/http2_exchange.h"
 #include "server/server_context.h"
 
 #include <charconv>
@@ -69,7 +69,7 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
       failed_ = true;
       return;
     }
-    Http2Stream* st = Http2Stream::acquire(*this, 1);
+    Http2Exchange* st = Http2Exchange::acquire(*this, 1);
     stream_ids_.opened_by_upgrade();
     nghttp2_session_set_stream_user_data(session_, 1, st);
     link(st);
@@ -103,12 +103,12 @@ void Http2ServerSession::send_settings() {
   want_write();
 }
 
-void Http2ServerSession::link(Http2Stream* st) {
+void Http2ServerSession::link(Http2Exchange* st) {
   streams_.push_front(st);
   conn_.context().stats().h2_streams_opened.inc();
 }
 
-void Http2ServerSession::unlink(Http2Stream* st) {
+void Http2ServerSession::unlink(Http2Exchange* st) {
   streams_.erase(st);
   conn_.context().stats().h2_streams_closed.inc();
 }
@@ -118,7 +118,7 @@ void Http2ServerSession::on_activate() {
     conn_.close_now();
     return;
   }
-  if (Http2Stream* st = upgraded_stream_) {
+  if (Http2Exchange* st = upgraded_stream_) {
     upgraded_stream_ = nullptr;
     dispatch(*st);
     if (stream_of(session_, 1) == st)
@@ -167,9 +167,9 @@ void Http2ServerSession::before_flush() {
     out.append(p, static_cast<size_t>(n));
   }
   if (!writable_.empty()) {
-    std::vector<Http2Stream*> ready;
+    std::vector<Http2Exchange*> ready;
     ready.swap(writable_);
-    for (Http2Stream* st : ready)
+    for (Http2Exchange* st : ready)
       if (st->listener_ && st->session_ == this)
         st->listener_->on_response_writable(*st);
   }
@@ -219,18 +219,18 @@ void Http2ServerSession::send_final_goaway() {
 }
 
 void Http2ServerSession::on_close() {
-  while (Http2Stream* st = streams_.front()) {
+  while (Http2Exchange* st = streams_.front()) {
     unlink(st);
     if (auto* l = st->listener_) {
       st->listener_ = nullptr;
       l->on_exchange_close(*st);
     }
-    Http2Stream::release(st);
+    Http2Exchange::release(st);
   }
   writable_.clear();
 }
 
-void Http2ServerSession::submit_response(Http2Stream& st, const http::ResponseHead& head) {
+void Http2ServerSession::submit_response(Http2Exchange& st, const http::ResponseHead& head) {
   const auto& ctx = conn_.context();
   char status[4];
   std::to_chars(status, status + 3, head.status);
@@ -260,7 +260,7 @@ void Http2ServerSession::submit_response(Http2Stream& st, const http::ResponseHe
   want_write();
 }
 
-void Http2ServerSession::resume_stream(Http2Stream& st) {
+void Http2ServerSession::resume_stream(Http2Exchange& st) {
   if (st.deferred_) {
     st.deferred_ = false;
     nghttp2_session_resume_data(session_, st.id_);
@@ -268,17 +268,17 @@ void Http2ServerSession::resume_stream(Http2Stream& st) {
   want_write();
 }
 
-void Http2ServerSession::consume(Http2Stream& st, size_t n) {
+void Http2ServerSession::consume(Http2Exchange& st, size_t n) {
   nghttp2_session_consume(session_, st.id_, n);
   want_write();
 }
 
-void Http2ServerSession::reset_stream(Http2Stream& st, uint32_t error_code) {
+void Http2ServerSession::reset_stream(Http2Exchange& st, uint32_t error_code) {
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, error_code);
   want_write();
 }
 
-void Http2ServerSession::dispatch(Http2Stream& st) {
+void Http2ServerSession::dispatch(Http2Exchange& st) {
   auto& ctx = conn_.context();
   auto& r = st.request_;
   st.dispatched_ = true;
@@ -316,7 +316,7 @@ void Http2ServerSession::dispatch(Http2Stream& st) {
   ctx.handler().on_request(st);
 }
 
-void Http2ServerSession::request_ended(Http2Stream& st) {
+void Http2ServerSession::request_ended(Http2Exchange& st) {
   st.request_ended_ = true;
   if (!st.listener_ || st.response_ended_)
     return;
@@ -332,7 +332,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
   auto* me = self(ud);
-  Http2Stream* st = Http2Stream::acquire(*me, f->hd.stream_id);
+  Http2Exchange* st = Http2Exchange::acquire(*me, f->hd.stream_id);
   nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
   me->link(st);
   me->header_block_since_ = ev_now(me->conn_.loop());
@@ -344,7 +344,7 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
                                   void* ud) {
   if (f->hd.type != NGHTTP2_HEADERS)
     return 0;
-  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = stream_of(s, f->hd.stream_id);
   if (!st || st->too_large_)
     return 0;
   auto* me = self(ud);
@@ -402,14 +402,14 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
   case NGHTTP2_RST_STREAM:
     // A stream reset before its response began: the rapid-reset pattern, which turns into
     // upstream work (and upstream connections closed mid-request) for nothing.
-    if (Http2Stream* st = stream_of(s, f->hd.stream_id); st && !st->head_sent_)
+    if (Http2Exchange* st = stream_of(s, f->hd.stream_id); st && !st->head_sent_)
       return me->glitch();
     break;
   default: break;
   }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
     return 0;
-  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = stream_of(s, f->hd.stream_id);
   if (!st)
     return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -432,7 +432,7 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
 
 int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id,
                                            const uint8_t* data, size_t len, void* ud) {
-  Http2Stream* st = stream_of(s, id);
+  Http2Exchange* st = stream_of(s, id);
   if (!st) {
     nghttp2_session_consume_connection(s, len);
     return 0;
@@ -461,7 +461,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
 }
 
 int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t, void* ud) {
-  Http2Stream* st = stream_of(s, id);
+  Http2Exchange* st = stream_of(s, id);
   if (!st)
     return 0;
   auto* me = self(ud);
@@ -476,7 +476,7 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
     st->listener_ = nullptr;
     l->on_exchange_close(*st);
   }
-  Http2Stream::release(st);
+  Http2Exchange::release(st);
   return 0;
 }
 
@@ -497,7 +497,7 @@ int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f
       !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;
   // The response is complete before the request: tell the client to stop sending.
-  Http2Stream* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = stream_of(s, f->hd.stream_id);
   if (st && !st->request_ended_)
     nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
   return 0;
@@ -505,7 +505,7 @@ int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f
 
 ssize_t Http2ServerSession::read_data(nghttp2_session* s, int32_t id, uint8_t*, size_t length,
                                       uint32_t* flags, nghttp2_data_source* source, void*) {
-  auto* st = static_cast<Http2Stream*>(source->ptr);
+  auto* st = static_cast<Http2Exchange*>(source->ptr);
   size_t n = std::min(length, st->body_.size());
   if (n == 0 && !st->response_ended_) {
     st->deferred_ = true;
@@ -534,7 +534,7 @@ ssize_t Http2ServerSession::read_data(nghttp2_session* s, int32_t id, uint8_t*, 
 int Http2ServerSession::send_data(nghttp2_session*, nghttp2_frame* f, const uint8_t* framehd,
                                   size_t length, nghttp2_data_source* source, void* ud) {
   auto* me = self(ud);
-  auto* st = static_cast<Http2Stream*>(source->ptr);
+  auto* st = static_cast<Http2Exchange*>(source->ptr);
   auto& out = me->conn_.output();
   out.append(framehd, 9);
   out.move_from(st->body_, length);

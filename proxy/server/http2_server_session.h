@@ -9,7 +9,7 @@
 #include "server/h2_glitch_budget.h"
 #include "server/h2_stream_ids.h"
 #include "server/h2c_upgrade.h"
-#include "server/http2_stream.h"
+#include "server/http2_exchange.h"
 #include "server/server_session.h"
 
 #include <nghttp2/nghttp2.h>
@@ -18,7 +18,7 @@
 namespace portico::server {
 
 class ClientConnection;
-class Http2Stream;
+class Http2Exchange;
 
 class Http2ServerSession final : public ServerSession {
 public:
@@ -40,13 +40,13 @@ public:
   void drain() override;
   void on_close() override;
 
-  // For Http2Stream.
+  // For Http2Exchange.
   ClientConnection& connection() { return conn_; }
   nghttp2_session* nghttp2() { return session_; }
-  void submit_response(Http2Stream& st, const http::ResponseHead& head);
-  void resume_stream(Http2Stream& st);
-  void consume(Http2Stream& st, size_t n);
-  void reset_stream(Http2Stream& st, uint32_t error_code);
+  void submit_response(Http2Exchange& st, const http::ResponseHead& head);
+  void resume_stream(Http2Exchange& st);
+  void consume(Http2Exchange& st, size_t n);
+  void reset_stream(Http2Exchange& st, uint32_t error_code);
   void want_write();
 
 private:
@@ -67,15 +67,15 @@ private:
   static Http2ServerSession* self(void* user_data) {
     return static_cast<Http2ServerSession*>(user_data);
   }
-  static Http2Stream* stream_of(nghttp2_session* s, int32_t id) {
-    return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(s, id));
+  static Http2Exchange* stream_of(nghttp2_session* s, int32_t id) {
+    return static_cast<Http2Exchange*>(nghttp2_session_get_stream_user_data(s, id));
   }
 
-  void dispatch(Http2Stream& st);
-  void request_ended(Http2Stream& st);
+  void dispatch(Http2Exchange& st);
+  void request_ended(Http2Exchange& st);
   void send_settings();
-  void link(Http2Stream* st);
-  void unlink(Http2Stream* st);
+  void link(Http2Exchange* st);
+  void unlink(Http2Exchange* st);
   void fail();
   // One glitch (see GlitchBudget): 0, or once the budget is spent, the callback failure that
   // ends the connection after a GOAWAY(ENHANCE_YOUR_CALM).
@@ -84,11 +84,11 @@ private:
 
   ClientConnection& conn_;
   nghttp2_session* session_ = nullptr;
-  Http2Stream* upgraded_stream_ = nullptr;
-  using Streams = core::IntrusiveList<Http2Stream, &Http2Stream::hook_>;
-  Streams streams_;                    // open streams, for aborting them on close
-  std::vector<Http2Stream*> writable_; // streams to tell they may produce again
-  ev_tstamp header_block_since_ = 0;   // a request's HEADERS came, its END_HEADERS not yet
+  Http2Exchange* upgraded_stream_ = nullptr;
+  using Streams = core::IntrusiveList<Http2Exchange, &Http2Exchange::hook_>;
+  Streams streams_;                      // open streams, for aborting them on close
+  std::vector<Http2Exchange*> writable_; // streams to tell they may produce again
+  ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
   bool draining_ = false;

@@ -17,14 +17,14 @@ int Http2ServerSession::glitch() {
 
 ev_tstamp Http2ServerSession::oldest_send_wait() const {
   ev_tstamp oldest = 0;
-  for (const Http2Stream* st = streams_.front(); st; st = Streams::next(st))
+  for (const Http2Exchange* st = streams_.front(); st; st = Streams::next(st))
     if (st->send_waiting_since_ > 0 && (oldest == 0 || st->send_waiting_since_ < oldest))
       oldest = st->send_waiting_since_;
   return oldest;
 }
 
 void Http2ServerSession::expire_send_waits(ev_tstamp before) {
-  for (Http2Stream* st = streams_.front(); st; st = Streams::next(st))
+  for (Http2Exchange* st = streams_.front(); st; st = Streams::next(st))
     if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
       // The client keeps this stream's window shut: the stream goes, the connection and its
       // other streams stay. The upstream side is released when the reset closes the stream.

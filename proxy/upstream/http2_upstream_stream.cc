@@ -1,7 +1,7 @@
 #include "upstream/http2_upstream_stream.h"
 
 #include "http/nghttp2_nv.h"
-#include "upstream/http2_upstream.h"
+#include "upstream/http2_upstream_connection.h"
 #include "upstream/request_fields.h"
 #include "upstream/upstream_pool.h"
 
@@ -41,8 +41,9 @@ struct Http2Fields {
 
 } // namespace
 
-Http2UpstreamStream::Http2UpstreamStream(Http2Upstream& conn, UpstreamStreamListener* client,
-                                         bool head_request, bool first)
+Http2UpstreamStream::Http2UpstreamStream(Http2UpstreamConnection& conn,
+                                         UpstreamStreamListener* client, bool head_request,
+                                         bool first)
     : conn_(conn), client_(client), head_request_(head_request), first_(first) {
   ev_init(&timer_, timer_cb);
   timer_.data = this;
@@ -178,12 +179,12 @@ void Http2UpstreamStream::release_client(bool cancel) {
     conn_.want_flush();
     return;
   }
-  if (cancel && conn_.state_ != Http2Upstream::State::CLOSED) {
+  if (cancel && conn_.state_ != Http2UpstreamConnection::State::CLOSED) {
     nghttp2_submit_rst_stream(conn_.session_, NGHTTP2_FLAG_NONE, id_, NGHTTP2_CANCEL);
     conn_.want_flush();
   }
   // Response DATA no one will read still counts against the connection's window.
-  if (unconsumed_ > 0 && conn_.state_ != Http2Upstream::State::CLOSED) {
+  if (unconsumed_ > 0 && conn_.state_ != Http2UpstreamConnection::State::CLOSED) {
     nghttp2_session_consume_connection(conn_.session_, unconsumed_);
     unconsumed_ = 0;
   }

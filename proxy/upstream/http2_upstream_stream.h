@@ -1,7 +1,7 @@
 #pragma once
-// One request on a shared h2c connection (Http2Upstream): HEADERS from the request's fields,
-// the body through a deferred data provider, the response's DATA taken from the flow-control
-// window only as the client takes it, so that a slow client holds back its own stream.
+// One request on a shared h2c connection (Http2UpstreamConnection): HEADERS from the request's
+// fields, the body through a deferred data provider, the response's DATA taken from the
+// flow-control window only as the client takes it, so that a slow client holds back its own stream.
 #include "core/byte_queue.h"
 #include "core/intrusive_list.h"
 #include "core/small_allocator.h"
@@ -16,7 +16,7 @@
 
 namespace portico::upstream {
 
-class Http2Upstream;
+class Http2UpstreamConnection;
 
 class Http2UpstreamStream final : public UpstreamStream {
 public:
@@ -26,8 +26,8 @@ public:
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
-  Http2UpstreamStream(Http2Upstream& conn, UpstreamStreamListener* client, bool head_request,
-                      bool first);
+  Http2UpstreamStream(Http2UpstreamConnection& conn, UpstreamStreamListener* client,
+                      bool head_request, bool first);
   ~Http2UpstreamStream();
 
   void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
@@ -42,7 +42,7 @@ public:
   double connect_seconds() const override;
 
 private:
-  friend class Http2Upstream;
+  friend class Http2UpstreamConnection;
   static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static ssize_t read_body(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
                            uint32_t* flags, nghttp2_data_source* src, void* user);
@@ -51,7 +51,7 @@ private:
   void release_client(bool cancel);
   void touch();
 
-  Http2Upstream& conn_;
+  Http2UpstreamConnection& conn_;
   UpstreamStreamListener* client_;
   int32_t id_ = -1;
   http::Arena arena_;

@@ -2,7 +2,7 @@
 
 #include "http/http1_writer.h"
 #include "upstream/cluster.h"
-#include "upstream/http1_upstream.h"
+#include "upstream/http1_upstream_connection.h"
 #include "upstream/request_fields.h"
 #include "upstream/retry_policy.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // One client request carried to an upstream and its response carried back: the bridge between
-// a client Exchange (HTTP/1 or HTTP/2) and an Http1Upstream from a pool. Bodies stream both
-// ways with backpressure; a failed request is sent again once when retry_policy.h says that
+// a client Exchange (HTTP/1 or HTTP/2) and an Http1UpstreamConnection from a pool. Bodies stream
+// both ways with backpressure; a failed request is sent again once when retry_policy.h says that
 // cannot apply it twice, and only while its whole body is still held.
 #include "core/byte_queue.h"
 #include "core/small_allocator.h"

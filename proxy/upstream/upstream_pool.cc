@@ -1,7 +1,7 @@
 #include "upstream/upstream_pool.h"
 
-#include "upstream/http1_upstream.h"
-#include "upstream/http2_upstream.h"
+#include "upstream/http1_upstream_connection.h"
+#include "upstream/http2_upstream_connection.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -59,7 +59,7 @@ UpstreamPool::~UpstreamPool() {
   ev_timer_stop(loop_, &queue_timer_);
   ev_timer_stop(loop_, &idle_timer_);
   while (idle_.front()) {
-    Http1Upstream* u = idle_.front();
+    Http1UpstreamConnection* u = idle_.front();
     unlink_idle(u);
     u->close();
   }
@@ -75,7 +75,7 @@ void UpstreamPool::acquire(UpstreamStreamListener* client, bool fresh) {
     return;
   }
   while (!fresh && idle_.front()) {
-    Http1Upstream* u = idle_.front();
+    Http1UpstreamConnection* u = idle_.front();
     unlink_idle(u);
     if (u->idle_event_pending()) {
       // The upstream closed it or sent something since it went idle, in this very loop
@@ -90,7 +90,7 @@ void UpstreamPool::acquire(UpstreamStreamListener* client, bool fresh) {
   }
   if (fresh && idle_.front() && max_ > 0 && total_ >= max_) {
     // Make room: an idle connection is worth less than this retry.
-    Http1Upstream* u = idle_.back();
+    Http1UpstreamConnection* u = idle_.back();
     unlink_idle(u);
     u->close();
   }
@@ -153,7 +153,7 @@ bool UpstreamPool::connect_for(UpstreamStreamListener* client, bool from_queue) 
   ++connects_;
   ++total_;
   publish();
-  auto* u = new Http1Upstream(*this, fd);
+  auto* u = new Http1UpstreamConnection(*this, fd);
   u->attach(client, client->is_head_request());
   client->on_upstream_ready(*u);
   return true;
@@ -184,7 +184,7 @@ void UpstreamPool::cancel(UpstreamStreamListener* client) {
   publish();
 }
 
-void UpstreamPool::release(Http1Upstream* u, bool reusable, double keepalive_hint) {
+void UpstreamPool::release(Http1UpstreamConnection* u, bool reusable, double keepalive_hint) {
   if (!reusable) {
     u->close();
     return;
@@ -227,13 +227,13 @@ void UpstreamPool::note_idle_closed(double idle_seconds) {
   learned_idle_ = idle_seconds;
   // The connections idle now go by it too.
   double limit = std::max(0.1, learned_idle_ * kLearnedFraction);
-  for (Http1Upstream* u = idle_.front(); u; u = IdleList::next(u))
+  for (Http1UpstreamConnection* u = idle_.front(); u; u = IdleList::next(u))
     u->idle_until = std::min(u->idle_until, u->idle_since + limit);
   ev_timer_stop(loop_, &idle_timer_);
   arm_idle_timer();
 }
 
-void UpstreamPool::on_closed(Http1Upstream* u) {
+void UpstreamPool::on_closed(Http1UpstreamConnection* u) {
   unlink_idle(u);
   --total_;
   publish();
@@ -241,29 +241,29 @@ void UpstreamPool::on_closed(Http1Upstream* u) {
   serve_waiters();
 }
 
-void UpstreamPool::destroy_later(Http1Upstream* u) {
+void UpstreamPool::destroy_later(Http1UpstreamConnection* u) {
   doomed_.push_back(u);
   deferred_.add(&reaper_);
 }
 
 void UpstreamPool::Reaper::run_deferred() {
-  std::vector<Http1Upstream*> doomed;
+  std::vector<Http1UpstreamConnection*> doomed;
   doomed.swap(pool->doomed_);
-  for (Http1Upstream* u : doomed)
+  for (Http1UpstreamConnection* u : doomed)
     delete u;
-  std::vector<Http2Upstream*> h2_doomed;
+  std::vector<Http2UpstreamConnection*> h2_doomed;
   h2_doomed.swap(pool->h2_doomed_);
-  for (Http2Upstream* c : h2_doomed)
+  for (Http2UpstreamConnection* c : h2_doomed)
     delete c;
 }
 
-Http2Upstream* UpstreamPool::h2_with_room() {
+Http2UpstreamConnection* UpstreamPool::h2_with_room() {
   // The connection with the fewest streams: with h2_connections > 1, requests spread over
   // that many connections (and so over that many of a preforked upstream's workers).
-  Http2Upstream* best = nullptr;
+  Http2UpstreamConnection* best = nullptr;
   size_t open = 0;
-  for (Http2Upstream* c = h2_conns_.front(); c; c = H2List::next(c)) {
-    open += c->state() != Http2Upstream::State::DRAINING;
+  for (Http2UpstreamConnection* c = h2_conns_.front(); c; c = H2List::next(c)) {
+    open += c->state() != Http2UpstreamConnection::State::DRAINING;
     if (c->can_take() && (!best || c->streams() < best->streams()))
       best = c;
   }
@@ -280,14 +280,14 @@ bool UpstreamPool::h2_connect() {
     return false;
   ++connects_;
   ++total_;
-  auto* c = new Http2Upstream(*this, fd);
+  auto* c = new Http2UpstreamConnection(*this, fd);
   h2_conns_.push_front(c);
   publish();
   return true;
 }
 
 void UpstreamPool::acquire_h2(UpstreamStreamListener* client) {
-  if (Http2Upstream* c = h2_with_room()) {
+  if (Http2UpstreamConnection* c = h2_with_room()) {
     ++reuses_;
     c->open_stream(client);
     return;
@@ -316,7 +316,7 @@ void UpstreamPool::h2_stream_done() {
 
 void UpstreamPool::h2_serve_waiters() {
   while (wait_.front() && has_address_) {
-    Http2Upstream* c = h2_with_room();
+    Http2UpstreamConnection* c = h2_with_room();
     if (!c) {
       if (!h2_connect())
         return;
@@ -328,7 +328,7 @@ void UpstreamPool::h2_serve_waiters() {
   }
 }
 
-void UpstreamPool::h2_closed(Http2Upstream* c) {
+void UpstreamPool::h2_closed(Http2UpstreamConnection* c) {
   h2_conns_.erase(c);
   --total_;
   h2_streams_ -= std::min(h2_streams_, c->streams());
@@ -368,7 +368,7 @@ void UpstreamPool::publish() {
   if (h2_) {
     // An h2c connection is busy while it carries a stream.
     idle_count_ = 0;
-    for (Http2Upstream* c = h2_conns_.front(); c; c = H2List::next(c))
+    for (Http2UpstreamConnection* c = h2_conns_.front(); c; c = H2List::next(c))
       idle_count_ += c->streams() == 0;
   }
   gauges_.idle.set(static_cast<int64_t>(idle_count_));
@@ -376,14 +376,14 @@ void UpstreamPool::publish() {
   gauges_.waiting.set(static_cast<int64_t>(waiting_));
 }
 
-void UpstreamPool::push_idle(Http1Upstream* u) {
+void UpstreamPool::push_idle(Http1UpstreamConnection* u) {
   idle_.push_front(u);
   ++idle_count_;
   publish();
   arm_idle_timer();
 }
 
-void UpstreamPool::unlink_idle(Http1Upstream* u) {
+void UpstreamPool::unlink_idle(Http1UpstreamConnection* u) {
   if (!idle_.erase(u))
     return; // not in the list
   --idle_count_;
@@ -437,8 +437,8 @@ void UpstreamPool::idle_timer_cb(struct ev_loop*, ev_timer* w, int) {
 void UpstreamPool::on_idle_timer() {
   double now = ev_now(loop_);
   double next = 0;
-  for (Http1Upstream* u = idle_.front(); u;) {
-    Http1Upstream* n = IdleList::next(u);
+  for (Http1UpstreamConnection* u = idle_.front(); u;) {
+    Http1UpstreamConnection* n = IdleList::next(u);
     if (u->idle_until <= now) {
       unlink_idle(u);
       u->close();

@@ -7,8 +7,8 @@
 #include "core/deferred_queue.h"
 #include "core/intrusive_list.h"
 #include "metrics/worker_metrics.h"
-#include "upstream/http1_upstream.h"
-#include "upstream/http2_upstream.h"
+#include "upstream/http1_upstream_connection.h"
+#include "upstream/http2_upstream_connection.h"
 #include "upstream/upstream_endpoint.h"
 #include "upstream/upstream_stream_listener.h"
 
@@ -34,10 +34,10 @@ public:
   // The client left the queue (its exchange ended).
   void cancel(UpstreamStreamListener* client);
 
-  // From Http1Upstream.
-  void release(Http1Upstream* u, bool reusable, double keepalive_hint);
-  void on_closed(Http1Upstream* u);
-  void destroy_later(Http1Upstream* u);
+  // From Http1UpstreamConnection.
+  void release(Http1UpstreamConnection* u, bool reusable, double keepalive_hint);
+  void on_closed(Http1UpstreamConnection* u);
+  void destroy_later(Http1UpstreamConnection* u);
   struct ev_loop* loop() const {
     return loop_;
   }
@@ -55,11 +55,12 @@ public:
   // The name did not resolve and no earlier address is known: fail the waiting requests.
   void address_failed();
 
-  // From Http2Upstream: a stream opened or ended, more room (SETTINGS), the connection closed.
+  // From Http2UpstreamConnection: a stream opened or ended, more room (SETTINGS), the connection
+  // closed.
   void h2_stream_opened();
   void h2_stream_done();
   void h2_serve_waiters();
-  void h2_closed(Http2Upstream* c);
+  void h2_closed(Http2UpstreamConnection* c);
 
   // For balancing and metrics. With h2c, load counts streams rather than connections.
   size_t busy() const { return total_ - idle_count_; }
@@ -92,11 +93,11 @@ private:
   void refuse(UpstreamStreamListener* client);
   // h2c: a stream on a connection with room, a new connection, or the queue.
   void acquire_h2(UpstreamStreamListener* client);
-  Http2Upstream* h2_with_room();
+  Http2UpstreamConnection* h2_with_room();
   bool h2_connect();
   void serve_waiters();
-  void push_idle(Http1Upstream* u);
-  void unlink_idle(Http1Upstream* u);
+  void push_idle(Http1UpstreamConnection* u);
+  void unlink_idle(Http1UpstreamConnection* u);
   void arm_queue_timer();
   // Copies the counts into the gauges the admin thread reads.
   void publish();
@@ -125,20 +126,21 @@ private:
   uint64_t reuses_ = 0;
 
   size_t total_ = 0; // open connections, idle included
-  using IdleList = core::IntrusiveList<Http1Upstream, &Http1Upstream::idle_hook>;
+  using IdleList =
+      core::IntrusiveList<Http1UpstreamConnection, &Http1UpstreamConnection::idle_hook>;
   using WaitList = core::IntrusiveList<UpstreamStreamListener, &UpstreamStreamListener::queue_hook>;
-  using H2List = core::IntrusiveList<Http2Upstream, &Http2Upstream::pool_hook>;
+  using H2List = core::IntrusiveList<Http2UpstreamConnection, &Http2UpstreamConnection::pool_hook>;
   IdleList idle_; // newest first
   size_t idle_count_ = 0;
   WaitList wait_; // first come, first served
   size_t waiting_ = 0;
   ev_timer queue_timer_;
   ev_timer idle_timer_;
-  std::vector<Http1Upstream*> doomed_;
+  std::vector<Http1UpstreamConnection*> doomed_;
   bool h2_;               // the cluster speaks h2c upstream
   H2List h2_conns_;       // open h2c connections
   size_t h2_streams_ = 0; // streams in flight on them
-  std::vector<Http2Upstream*> h2_doomed_;
+  std::vector<Http2UpstreamConnection*> h2_doomed_;
   struct Reaper : core::Deferred {
     UpstreamPool* pool;
     void run_deferred() override;

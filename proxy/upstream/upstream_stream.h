@@ -1,7 +1,7 @@
 #pragma once
 // One request's way to an upstream, whatever the protocol: an HTTP/1.1 connection it has to
-// itself (Http1Upstream), or a stream of a shared h2c connection (Http2UpstreamStream). The
-// request is given as the client sent it; each implementation translates it (request_writer.h).
+// itself (Http1UpstreamConnection), or a stream of a shared h2c connection (Http2UpstreamStream).
+// The request is given as the client sent it; each implementation translates it (request_writer.h).
 #include "http/header.h"
 #include "http/request_head.h"
 #include "upstream/request_writer.h"

@@ -1,11 +1,11 @@
 // libFuzzer target for Http1ResponseParser. Input: two bytes of seed, then the bytes an
 // upstream connection carries: responses one after another, the parser restarted after each
-// (to HEAD or not, as the seed says) the way Http1Upstream reuses it. Each input is parsed
-// twice, whole and in pieces whose sizes come from the seed, and the two readings must agree: a
-// parser whose answer depends on how the bytes were split is one a backend can split around.
-// Each response accepted is framed again by a plain strict reader written here (the head ends
-// at the first empty line, chunks are decoded by hand), which must end it at the same byte with
-// the same body: where two readers disagree on that, a pooled connection desynchronises. A
+// (to HEAD or not, as the seed says) the way Http1UpstreamConnection reuses it. Each input is
+// parsed twice, whole and in pieces whose sizes come from the seed, and the two readings must
+// agree: a parser whose answer depends on how the bytes were split is one a backend can split
+// around. Each response accepted is framed again by a plain strict reader written here (the head
+// ends at the first empty line, chunks are decoded by hand), which must end it at the same byte
+// with the same body: where two readers disagree on that, a pooled connection desynchronises. A
 // sink checks what the head promises and touches every byte it is handed, so that a view into
 // freed or reused memory shows up under ASan.
 #include "http/http1_response_parser.h"

@@ -1,4 +1,4 @@
-#include "server/http2_stream.h"
+#include "server/http2_exchange.h"
 
 #include "server/client_connection.h"
 #include "server/http2_server_session.h"
@@ -12,22 +12,22 @@ namespace {
 // Streams outlive no connection, but their memory is reused across connections of a thread.
 constexpr size_t kMaxFreeStreams = 8192;
 // Parked streams, deleted with their thread.
-struct FreeStreams : std::vector<Http2Stream*> {
+struct FreeStreams : std::vector<Http2Exchange*> {
   ~FreeStreams() {
-    for (Http2Stream* st : *this)
+    for (Http2Exchange* st : *this)
       delete st;
   }
 };
 thread_local FreeStreams free_streams;
 } // namespace
 
-Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
-  Http2Stream* st;
+Http2Exchange* Http2Exchange::acquire(Http2ServerSession& s, int32_t id) {
+  Http2Exchange* st;
   if (!free_streams.empty()) {
     st = free_streams.back();
     free_streams.pop_back();
   } else {
-    st = new Http2Stream;
+    st = new Http2Exchange;
   }
   st->session_ = &s;
   st->id_ = id;
@@ -46,7 +46,7 @@ Http2Stream* Http2Stream::acquire(Http2ServerSession& s, int32_t id) {
   return st;
 }
 
-void Http2Stream::release(Http2Stream* st) {
+void Http2Exchange::release(Http2Exchange* st) {
   st->body_.clear();
   // A parked stream keeps no blocks (its arena's inline bytes suffice for typical headers):
   // after a burst of 10,000 streams the blocks go back to the pool, not with idle streams.
@@ -58,14 +58,14 @@ void Http2Stream::release(Http2Stream* st) {
     delete st;
 }
 
-void Http2Stream::send_head(const http::ResponseHead& head) {
+void Http2Exchange::send_head(const http::ResponseHead& head) {
   if (head_sent_)
     return;
   head_sent_ = true;
   session_->submit_response(*this, head);
 }
 
-void Http2Stream::send_body(std::string_view data) {
+void Http2Exchange::send_body(std::string_view data) {
   if (!has_provider_ || response_ended_ || data.empty())
     return;
   auto& ctx = session_->connection().context();
@@ -85,7 +85,7 @@ void Http2Stream::send_body(std::string_view data) {
   session_->resume_stream(*this);
 }
 
-void Http2Stream::end_response_with_trailers(std::span<const http::Header> trailers) {
+void Http2Exchange::end_response_with_trailers(std::span<const http::Header> trailers) {
   if (!head_sent_ || response_ended_)
     return;
   // A response without a body ended with its HEADERS frame: no place for trailers there.
@@ -95,7 +95,7 @@ void Http2Stream::end_response_with_trailers(std::span<const http::Header> trail
   end_response();
 }
 
-void Http2Stream::end_response() {
+void Http2Exchange::end_response() {
   if (!head_sent_ || response_ended_)
     return;
   response_ended_ = true;
@@ -103,11 +103,11 @@ void Http2Stream::end_response() {
     session_->resume_stream(*this);
 }
 
-void Http2Stream::pause_request_body() {
+void Http2Exchange::pause_request_body() {
   paused_ = true;
 }
 
-void Http2Stream::resume_request_body() {
+void Http2Exchange::resume_request_body() {
   paused_ = false;
   if (unconsumed_ > 0) {
     session_->consume(*this, unconsumed_);
@@ -115,7 +115,7 @@ void Http2Stream::resume_request_body() {
   }
 }
 
-void Http2Stream::abort() {
+void Http2Exchange::abort() {
   session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR);
 }
 

@@ -17,9 +17,9 @@ namespace portico::upstream {
 
 class UpstreamPool;
 
-class Http1Upstream final : public core::Deferred,
-                            public UpstreamStream,
-                            private http::Http1ResponseParser::Sink {
+class Http1UpstreamConnection final : public core::Deferred,
+                                      public UpstreamStream,
+                                      private http::Http1ResponseParser::Sink {
 public:
   enum class State {
     CONNECTING, // connect(2) in progress; request bytes may already be queued
@@ -28,10 +28,10 @@ public:
     CLOSED,     // socket closed; the pool destroys the object after this iteration
   };
 
-  Http1Upstream(UpstreamPool& pool, int fd);
-  ~Http1Upstream() override;
-  Http1Upstream(const Http1Upstream&) = delete;
-  Http1Upstream& operator=(const Http1Upstream&) = delete;
+  Http1UpstreamConnection(UpstreamPool& pool, int fd);
+  ~Http1UpstreamConnection() override;
+  Http1UpstreamConnection(const Http1UpstreamConnection&) = delete;
+  Http1UpstreamConnection& operator=(const Http1UpstreamConnection&) = delete;
 
   State state() const { return state_; }
   // Starts an exchange for client. head_request: the response has no body.
@@ -60,7 +60,7 @@ public:
   bool idle_event_pending() const { return ev_is_pending(&rev_); }
 
   // Pool bookkeeping.
-  core::ListHook<Http1Upstream> idle_hook; // in the pool's idle list
+  core::ListHook<Http1UpstreamConnection> idle_hook; // in the pool's idle list
   double idle_until = 0;
   double idle_since = 0;
 

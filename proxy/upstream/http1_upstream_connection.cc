@@ -1,4 +1,4 @@
-#include "upstream/http1_upstream.h"
+#include "upstream/http1_upstream_connection.h"
 
 #include "http/http1_writer.h"
 #include "upstream/upstream_pool.h"
@@ -13,17 +13,17 @@ namespace {
 constexpr int kReadsPerWakeup = 4;
 } // namespace
 
-void Http1Upstream::read_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http1Upstream*>(w->data)->on_readable();
+void Http1UpstreamConnection::read_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http1UpstreamConnection*>(w->data)->on_readable();
 }
-void Http1Upstream::write_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http1Upstream*>(w->data)->on_writable();
+void Http1UpstreamConnection::write_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http1UpstreamConnection*>(w->data)->on_writable();
 }
-void Http1Upstream::timer_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<Http1Upstream*>(w->data)->on_timer();
+void Http1UpstreamConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Http1UpstreamConnection*>(w->data)->on_timer();
 }
 
-Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
+Http1UpstreamConnection::Http1UpstreamConnection(UpstreamPool& pool, int fd)
     : pool_(pool), fd_(fd),
       parser_(*this, head_, arena_, pool.cluster().max_response_header_bytes) {
   ev_io_init(&rev_, read_cb, fd_, EV_READ);
@@ -38,7 +38,7 @@ Http1Upstream::Http1Upstream(UpstreamPool& pool, int fd)
   arm_timer(pool_.cluster().connect_timeout);
 }
 
-Http1Upstream::~Http1Upstream() {
+Http1UpstreamConnection::~Http1UpstreamConnection() {
   pool_.deferred().cancel(this);
   if (state_ != State::CLOSED) {
     ev_io_stop(pool_.loop(), &rev_);
@@ -50,12 +50,12 @@ Http1Upstream::~Http1Upstream() {
     core::BlockPool::local().put(in_);
 }
 
-void Http1Upstream::arm_timer(double seconds) {
+void Http1UpstreamConnection::arm_timer(double seconds) {
   timer_.repeat = seconds;
   ev_timer_again(pool_.loop(), &timer_);
 }
 
-void Http1Upstream::attach(UpstreamStreamListener* client, bool head_request) {
+void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_request) {
   client_ = client;
   ++requests_;
   request_complete_ = request_sent_ = false;
@@ -74,14 +74,14 @@ void Http1Upstream::attach(UpstreamStreamListener* client, bool head_request) {
   }
 }
 
-void Http1Upstream::send_head(const http::RequestHead& req, BodyFraming framing,
-                              const ClientOrigin& client, const ForwardingOptions& fwd) {
+void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFraming framing,
+                                        const ClientOrigin& client, const ForwardingOptions& fwd) {
   framing_ = framing;
   write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
 }
 
-void Http1Upstream::send_body(std::string_view data) {
+void Http1UpstreamConnection::send_body(std::string_view data) {
   last_progress_ = ev_now(pool_.loop());
   if (framing_ == BodyFraming::CHUNKED)
     http::append_chunk(out_, data);
@@ -90,28 +90,28 @@ void Http1Upstream::send_body(std::string_view data) {
   want_flush();
 }
 
-void Http1Upstream::end_request(std::span<const http::Header> trailers) {
+void Http1UpstreamConnection::end_request(std::span<const http::Header> trailers) {
   if (framing_ == BodyFraming::CHUNKED)
     http::append_last_chunk(out_, trailers);
   request_complete_ = true;
   want_flush();
 }
 
-void Http1Upstream::detach() {
+void Http1UpstreamConnection::detach() {
   client_ = nullptr;
   close();
 }
 
-void Http1Upstream::want_flush() {
+void Http1UpstreamConnection::want_flush() {
   if (state_ == State::ACTIVE)
     pool_.deferred().add(this);
 }
 
-void Http1Upstream::run_deferred() {
+void Http1UpstreamConnection::run_deferred() {
   flush();
 }
 
-void Http1Upstream::flush() {
+void Http1UpstreamConnection::flush() {
   if (state_ != State::ACTIVE)
     return;
   bool was_high = out_.size() >= 64 * 1024;
@@ -146,7 +146,7 @@ void Http1Upstream::flush() {
     client_->on_upstream_writable();
 }
 
-void Http1Upstream::on_writable() {
+void Http1UpstreamConnection::on_writable() {
   if (state_ == State::CONNECTING) {
     on_connected();
     return;
@@ -154,7 +154,7 @@ void Http1Upstream::on_writable() {
   flush();
 }
 
-void Http1Upstream::on_connected() {
+void Http1UpstreamConnection::on_connected() {
   if (!connect_succeeded(fd_)) {
     fail(UpstreamError::CONNECT_REFUSED);
     return;
@@ -169,12 +169,12 @@ void Http1Upstream::on_connected() {
   flush();
 }
 
-void Http1Upstream::pause_reading() {
+void Http1UpstreamConnection::pause_reading() {
   reading_paused_ = true;
   ev_io_stop(pool_.loop(), &rev_);
 }
 
-void Http1Upstream::resume_reading() {
+void Http1UpstreamConnection::resume_reading() {
   if (!reading_paused_ || state_ != State::ACTIVE)
     return;
   reading_paused_ = false;
@@ -185,13 +185,13 @@ void Http1Upstream::resume_reading() {
     on_readable();
 }
 
-bool Http1Upstream::quiet() const {
+bool Http1UpstreamConnection::quiet() const {
   char c;
   ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-void Http1Upstream::on_readable() {
+void Http1UpstreamConnection::on_readable() {
   if (state_ == State::IDLE) {
     // An idle connection has nothing to say: EOF or stray bytes both end it.
     char c;
@@ -249,7 +249,7 @@ void Http1Upstream::on_readable() {
   }
 }
 
-void Http1Upstream::on_timer() {
+void Http1UpstreamConnection::on_timer() {
   double now = ev_now(pool_.loop());
   switch (state_) {
   case State::CONNECTING: fail(UpstreamError::CONNECT_TIMEOUT); return;
@@ -272,26 +272,26 @@ void Http1Upstream::on_timer() {
   }
 }
 
-void Http1Upstream::on_response_head(http::UpstreamResponseHead& head) {
+void Http1UpstreamConnection::on_response_head(http::UpstreamResponseHead& head) {
   if (client_)
     client_->on_upstream_head(head);
 }
 
-void Http1Upstream::on_response_body(std::string_view data) {
+void Http1UpstreamConnection::on_response_body(std::string_view data) {
   if (client_)
     client_->on_upstream_body(data);
 }
 
-void Http1Upstream::on_response_trailer(std::string_view name, std::string_view value) {
+void Http1UpstreamConnection::on_response_trailer(std::string_view name, std::string_view value) {
   if (client_)
     client_->on_upstream_trailer(name, value);
 }
 
-void Http1Upstream::on_response_end() {
+void Http1UpstreamConnection::on_response_end() {
   response_done_ = true;
 }
 
-void Http1Upstream::finish_exchange() {
+void Http1UpstreamConnection::finish_exchange() {
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived. A bodiless
@@ -316,7 +316,7 @@ void Http1Upstream::finish_exchange() {
     c->on_upstream_end();
 }
 
-void Http1Upstream::fail(UpstreamError e) {
+void Http1UpstreamConnection::fail(UpstreamError e) {
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
   bool connect_failed = is_connect_failure(e);
@@ -337,7 +337,7 @@ void Http1Upstream::fail(UpstreamError e) {
     c->on_upstream_error(e, delivery);
 }
 
-void Http1Upstream::close() {
+void Http1UpstreamConnection::close() {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;

@@ -22,14 +22,14 @@ namespace portico::upstream {
 
 class UpstreamPool;
 
-class Http2Upstream final : public core::Deferred {
+class Http2UpstreamConnection final : public core::Deferred {
 public:
   enum class State { CONNECTING, OPEN, DRAINING, CLOSED };
 
-  Http2Upstream(UpstreamPool& pool, int fd);
-  ~Http2Upstream() override;
-  Http2Upstream(const Http2Upstream&) = delete;
-  Http2Upstream& operator=(const Http2Upstream&) = delete;
+  Http2UpstreamConnection(UpstreamPool& pool, int fd);
+  ~Http2UpstreamConnection() override;
+  Http2UpstreamConnection(const Http2UpstreamConnection&) = delete;
+  Http2UpstreamConnection& operator=(const Http2UpstreamConnection&) = delete;
 
   State state() const { return state_; }
   // Room for one more stream: not draining, under the server's concurrency limit.
@@ -45,7 +45,7 @@ public:
   void drain();
 
   // Pool bookkeeping.
-  core::ListHook<Http2Upstream> pool_hook; // in the pool's list of h2c connections
+  core::ListHook<Http2UpstreamConnection> pool_hook; // in the pool's list of h2c connections
 
 private:
   friend class Http2UpstreamStream;

@@ -13,10 +13,10 @@ namespace portico::server {
 
 class Http2ServerSession;
 
-class Http2Stream final : public Exchange {
+class Http2Exchange final : public Exchange {
 public:
-  static Http2Stream* acquire(Http2ServerSession& s, int32_t id);
-  static void release(Http2Stream* st);
+  static Http2Exchange* acquire(Http2ServerSession& s, int32_t id);
+  static void release(Http2Exchange* st);
 
   void send_head(const http::ResponseHead& head) override;
   void send_body(std::string_view data) override;
@@ -31,10 +31,10 @@ public:
 
 private:
   friend class Http2ServerSession;
-  Http2Stream() = default;
+  Http2Exchange() = default;
 
   Http2ServerSession* session_ = nullptr;
-  core::ListHook<Http2Stream> hook_; // in the session's list of open streams
+  core::ListHook<Http2Exchange> hook_; // in the session's list of open streams
   int32_t id_ = 0;
   core::ByteQueue body_;                        // response DATA not yet framed
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends

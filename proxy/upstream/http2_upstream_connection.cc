@@ -1,4 +1,4 @@
-#include "upstream/http2_upstream.h"
+#include "upstream/http2_upstream_connection.h"
 
 #include "upstream/upstream_pool.h"
 
@@ -24,15 +24,15 @@ constexpr double kDefaultIdle = 4.0;
 // Streams per connection until the server's SETTINGS say (RFC 9113 suggests at least 100).
 constexpr uint32_t kInitialStreams = 100;
 
-Http2Upstream* self(void* user) {
-  return static_cast<Http2Upstream*>(user);
+Http2UpstreamConnection* self(void* user) {
+  return static_cast<Http2UpstreamConnection*>(user);
 }
 
 } // namespace
 
 // ---- the connection ------------------------------------------------------------------------
 
-const nghttp2_session_callbacks* Http2Upstream::callbacks() {
+const nghttp2_session_callbacks* Http2UpstreamConnection::callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c;
     nghttp2_session_callbacks_new(&c);
@@ -46,7 +46,8 @@ const nghttp2_session_callbacks* Http2Upstream::callbacks() {
   return cbs;
 }
 
-Http2Upstream::Http2Upstream(UpstreamPool& pool, int fd) : pool_(pool), fd_(fd) {
+Http2UpstreamConnection::Http2UpstreamConnection(UpstreamPool& pool, int fd)
+    : pool_(pool), fd_(fd) {
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -71,7 +72,7 @@ Http2Upstream::Http2Upstream(UpstreamPool& pool, int fd) : pool_(pool), fd_(fd) 
   ev_timer_again(pool_.loop(), &timer_);
 }
 
-Http2Upstream::~Http2Upstream() {
+Http2UpstreamConnection::~Http2UpstreamConnection() {
   pool_.deferred().cancel(this);
   if (state_ != State::CLOSED) {
     ev_io_stop(pool_.loop(), &rev_);
@@ -86,7 +87,7 @@ Http2Upstream::~Http2Upstream() {
     core::BlockPool::local().put(in_);
 }
 
-bool Http2Upstream::can_take() const {
+bool Http2UpstreamConnection::can_take() const {
   if (state_ != State::CONNECTING && state_ != State::OPEN)
     return false;
   uint32_t limit =
@@ -94,7 +95,7 @@ bool Http2Upstream::can_take() const {
   return streams_.size() < limit && nghttp2_session_check_request_allowed(session_);
 }
 
-void Http2Upstream::open_stream(UpstreamStreamListener* client) {
+void Http2UpstreamConnection::open_stream(UpstreamStreamListener* client) {
   auto* st = new Http2UpstreamStream(*this, client, client->is_head_request(),
                                      completed_ == 0 && streams_.empty());
   streams_.push_front(st);
@@ -104,7 +105,7 @@ void Http2Upstream::open_stream(UpstreamStreamListener* client) {
   client->on_upstream_ready(*st);
 }
 
-void Http2Upstream::stream_gone(Http2UpstreamStream* st) {
+void Http2UpstreamConnection::stream_gone(Http2UpstreamStream* st) {
   streams_.erase(st);
   delete st;
   if (streams_.empty() && state_ == State::DRAINING) {
@@ -116,7 +117,7 @@ void Http2Upstream::stream_gone(Http2UpstreamStream* st) {
   pool_.h2_stream_done();
 }
 
-void Http2Upstream::arm_idle() {
+void Http2UpstreamConnection::arm_idle() {
   if (state_ != State::OPEN)
     return;
   const auto& c = pool_.cluster();
@@ -124,12 +125,12 @@ void Http2Upstream::arm_idle() {
   ev_timer_again(pool_.loop(), &timer_);
 }
 
-void Http2Upstream::want_flush() {
+void Http2UpstreamConnection::want_flush() {
   if (state_ != State::CLOSED)
     pool_.deferred().add(this);
 }
 
-void Http2Upstream::run_deferred() {
+void Http2UpstreamConnection::run_deferred() {
   if (has_failed_streams_) {
     has_failed_streams_ = false;
     // Streams nghttp2 never took (refused at submit) or whose client left before they were
@@ -151,7 +152,7 @@ void Http2Upstream::run_deferred() {
   flush();
 }
 
-void Http2Upstream::flush() {
+void Http2UpstreamConnection::flush() {
   if (state_ != State::OPEN && state_ != State::DRAINING)
     return;
   while (out_.size() < kOutputHigh) {
@@ -186,23 +187,23 @@ void Http2Upstream::flush() {
     close(UpstreamError::RESET);
 }
 
-void Http2Upstream::read_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http2Upstream*>(w->data)->on_readable();
+void Http2UpstreamConnection::read_cb(struct ev_loop*, ev_io* w, int) {
+  static_cast<Http2UpstreamConnection*>(w->data)->on_readable();
 }
 
-void Http2Upstream::write_cb(struct ev_loop*, ev_io* w, int) {
-  auto* c = static_cast<Http2Upstream*>(w->data);
+void Http2UpstreamConnection::write_cb(struct ev_loop*, ev_io* w, int) {
+  auto* c = static_cast<Http2UpstreamConnection*>(w->data);
   if (c->state_ == State::CONNECTING)
     c->on_connected();
   else
     c->flush();
 }
 
-void Http2Upstream::timer_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<Http2Upstream*>(w->data)->on_timer();
+void Http2UpstreamConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<Http2UpstreamConnection*>(w->data)->on_timer();
 }
 
-void Http2Upstream::on_timer() {
+void Http2UpstreamConnection::on_timer() {
   if (state_ == State::CONNECTING) {
     pool_.note_connect_failed();
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
@@ -212,7 +213,7 @@ void Http2Upstream::on_timer() {
   }
 }
 
-void Http2Upstream::on_connected() {
+void Http2UpstreamConnection::on_connected() {
   if (!connect_succeeded(fd_)) {
     pool_.note_connect_failed();
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
@@ -230,7 +231,7 @@ void Http2Upstream::on_connected() {
   run_deferred();
 }
 
-void Http2Upstream::on_readable() {
+void Http2UpstreamConnection::on_readable() {
   for (int i = 0; i < 4 && (state_ == State::OPEN || state_ == State::DRAINING); ++i) {
     if (!in_)
       in_ = core::BlockPool::local().get();
@@ -263,7 +264,8 @@ void Http2Upstream::on_readable() {
   want_flush();
 }
 
-int Http2Upstream::on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* user) {
+int Http2UpstreamConnection::on_begin_headers(nghttp2_session*, const nghttp2_frame* f,
+                                              void* user) {
   auto* st = static_cast<Http2UpstreamStream*>(
       nghttp2_session_get_stream_user_data(self(user)->session_, f->hd.stream_id));
   if (st) {
@@ -274,10 +276,10 @@ int Http2Upstream::on_begin_headers(nghttp2_session*, const nghttp2_frame* f, vo
   return 0;
 }
 
-int Http2Upstream::on_header(nghttp2_session* s, const nghttp2_frame* f, const uint8_t* name,
-                             size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                             void* user) {
-  Http2Upstream* c = self(user);
+int Http2UpstreamConnection::on_header(nghttp2_session* s, const nghttp2_frame* f,
+                                       const uint8_t* name, size_t namelen, const uint8_t* value,
+                                       size_t valuelen, uint8_t, void* user) {
+  Http2UpstreamConnection* c = self(user);
   auto* st =
       static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, f->hd.stream_id));
   if (!st || !st->client_)
@@ -306,8 +308,8 @@ int Http2Upstream::on_header(nghttp2_session* s, const nghttp2_frame* f, const u
   return 0;
 }
 
-int Http2Upstream::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* user) {
-  Http2Upstream* c = self(user);
+int Http2UpstreamConnection::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+  Http2UpstreamConnection* c = self(user);
   switch (f->hd.type) {
   case NGHTTP2_SETTINGS:
     if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
@@ -359,7 +361,7 @@ int Http2Upstream::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f, voi
   return 0;
 }
 
-void Http2Upstream::end_response(Http2UpstreamStream& st) {
+void Http2UpstreamConnection::end_response(Http2UpstreamStream& st) {
   UpstreamStreamListener* client = st.client_;
   ++completed_;
   // The request may still be sending a body no one needs now: stop it (NO_ERROR, as
@@ -373,8 +375,8 @@ void Http2Upstream::end_response(Http2UpstreamStream& st) {
   client->on_upstream_end();
 }
 
-int Http2Upstream::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id, const uint8_t* data,
-                                      size_t len, void* user) {
+int Http2UpstreamConnection::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id,
+                                                const uint8_t* data, size_t len, void* user) {
   auto* st = static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, id));
   if (!st || !st->client_) {
     nghttp2_session_consume(s, id, len);
@@ -393,8 +395,9 @@ int Http2Upstream::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id, c
   return 0;
 }
 
-int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user) {
-  Http2Upstream* c = self(user);
+int Http2UpstreamConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code,
+                                             void* user) {
+  Http2UpstreamConnection* c = self(user);
   auto* st =
       static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(c->session_, id));
   if (!st)
@@ -416,7 +419,7 @@ int Http2Upstream::on_stream_close(nghttp2_session*, int32_t id, uint32_t error_
   return 0;
 }
 
-void Http2Upstream::drain() {
+void Http2UpstreamConnection::drain() {
   if (state_ != State::OPEN)
     return;
   state_ = State::DRAINING;
@@ -426,7 +429,7 @@ void Http2Upstream::drain() {
     flush();
 }
 
-void Http2Upstream::close(UpstreamError e) {
+void Http2UpstreamConnection::close(UpstreamError e) {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
