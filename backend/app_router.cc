@@ -136,11 +136,10 @@ int AppRouter::counter(server::Exchange& ex, std::string_view id) {
     ex.respond(400, kJson, "{\"error\":\"id must be 1-48 characters of [A-Za-z0-9_-]\"}\n");
     return 400;
   }
-  std::string error;
-  auto value = counters_.increment(id, &error);
+  auto value = counters_.increment(id);
   if (!value) {
     std::string body = "{\"error\":\"counter store unavailable: ";
-    core::append_json_escaped(body, error);
+    core::append_json_escaped(body, value.error());
     body += "\"}\n";
     ex.respond(503, kJson, body);
     return 503;

@@ -16,19 +16,16 @@ int main(int argc, char** argv) {
   if (!opts)
     return code;
   std::signal(SIGPIPE, SIG_IGN);
-  std::vector<ListenSocket> sockets;
-  std::string error;
   const char* starter = std::getenv("SERVER_STARTER_PORT");
-  bool ok =
+  auto sockets =
       starter && opts->listen.empty()
-          ? inherit_server_starter_sockets(starter, &sockets, &error)
+          ? inherit_server_starter_sockets(starter)
           : open_listen_sockets(opts->listen.empty() ? std::vector<std::string>{"127.0.0.1:8080"}
-                                                     : opts->listen,
-                                &sockets, &error);
-  if (!ok) {
-    std::fprintf(stderr, "portico-backend: %s\n", error.c_str());
+                                                     : opts->listen);
+  if (!sockets) {
+    std::fprintf(stderr, "portico-backend: %s\n", sockets.error().c_str());
     return 1;
   }
-  Master master(std::move(*opts), std::move(sockets));
+  Master master(std::move(*opts), std::move(*sockets));
   return master.run();
 }

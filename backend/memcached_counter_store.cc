@@ -24,7 +24,7 @@ MemcachedCounterStore::~MemcachedCounterStore() {
   memcached_free(mc_);
 }
 
-std::optional<uint64_t> MemcachedCounterStore::increment(std::string_view key, std::string* error) {
+core::expected<uint64_t, std::string> MemcachedCounterStore::increment(std::string_view key) {
   std::string k = "counter:";
   k.append(key);
   // Two rounds: a concurrent "add" from another worker makes ours fail, then incr succeeds.
@@ -34,19 +34,16 @@ std::optional<uint64_t> MemcachedCounterStore::increment(std::string_view key, s
     if (rc == MEMCACHED_SUCCESS)
       return value;
     if (rc != MEMCACHED_NOTFOUND) {
-      *error = memcached_strerror(mc_, rc);
-      return std::nullopt;
+      return core::unexpected(memcached_strerror(mc_, rc));
     }
     rc = memcached_add(mc_, k.data(), k.size(), "1", 1, 0, 0);
     if (rc == MEMCACHED_SUCCESS)
       return 1;
     if (rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_DATA_EXISTS) {
-      *error = memcached_strerror(mc_, rc);
-      return std::nullopt;
+      return core::unexpected(memcached_strerror(mc_, rc));
     }
   }
-  *error = "counter contended";
-  return std::nullopt;
+  return core::unexpected("counter contended");
 }
 
 } // namespace portico::backend

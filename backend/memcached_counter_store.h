@@ -15,7 +15,7 @@ public:
   MemcachedCounterStore(const MemcachedCounterStore&) = delete;
   MemcachedCounterStore& operator=(const MemcachedCounterStore&) = delete;
 
-  std::optional<uint64_t> increment(std::string_view key, std::string* error) override;
+  core::expected<uint64_t, std::string> increment(std::string_view key) override;
 
 private:
   memcached_st* mc_ = nullptr;

@@ -53,15 +53,13 @@ ShmCounterTable::Slot* ShmCounterTable::find(std::string_view key, bool create) 
   return nullptr;
 }
 
-std::optional<uint64_t> ShmCounterTable::increment(std::string_view key, std::string* error) {
+core::expected<uint64_t, std::string> ShmCounterTable::increment(std::string_view key) {
   if (key.size() > kMaxKey) {
-    *error = "counter key too long";
-    return std::nullopt;
+    return core::unexpected("counter key too long");
   }
   Slot* s = find(key, true);
   if (!s) {
-    *error = "counter table full";
-    return std::nullopt;
+    return core::unexpected("counter table full");
   }
   return s->value.fetch_add(1, std::memory_order_relaxed) + 1;
 }

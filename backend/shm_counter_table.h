@@ -20,7 +20,7 @@ public:
   ShmCounterTable& operator=(const ShmCounterTable&) = delete;
 
   bool ok() const { return slots_ != nullptr; }
-  std::optional<uint64_t> increment(std::string_view key, std::string* error) override;
+  core::expected<uint64_t, std::string> increment(std::string_view key) override;
   // The current value, 0 when absent (for tests and status pages).
   uint64_t get(std::string_view key) const;
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -11,35 +12,38 @@
 namespace portico::backend {
 namespace {
 
+// The new count, or the error, as text: a failing EXPECT_EQ then prints which it was.
+std::string incr(ShmCounterTable& t, std::string_view key) {
+  auto v = t.increment(key);
+  return v ? std::to_string(*v) : "error: " + v.error();
+}
+
 TEST(ShmCounterTable, Increments) {
   ShmCounterTable t(64);
   ASSERT_TRUE(t.ok());
-  std::string error;
   EXPECT_EQ(t.get("a"), 0u);
-  EXPECT_EQ(t.increment("a", &error), 1u);
-  EXPECT_EQ(t.increment("a", &error), 2u);
-  EXPECT_EQ(t.increment("b", &error), 1u);
-  EXPECT_EQ(t.increment("a", &error), 3u);
+  EXPECT_EQ(incr(t, "a"), "1");
+  EXPECT_EQ(incr(t, "a"), "2");
+  EXPECT_EQ(incr(t, "b"), "1");
+  EXPECT_EQ(incr(t, "a"), "3");
   EXPECT_EQ(t.get("a"), 3u);
   EXPECT_EQ(t.get("b"), 1u);
   EXPECT_EQ(t.get("c"), 0u);
   // Keys are compared whole: a prefix is another key.
-  EXPECT_EQ(t.increment("ab", &error), 1u);
+  EXPECT_EQ(incr(t, "ab"), "1");
   EXPECT_EQ(t.get("a"), 3u);
-  EXPECT_EQ(t.increment("", &error), 1u);
+  EXPECT_EQ(incr(t, ""), "1");
   EXPECT_EQ(t.get(""), 1u);
 }
 
 TEST(ShmCounterTable, KeyLength) {
   ShmCounterTable t(64);
-  std::string error;
   std::string longest(ShmCounterTable::kMaxKey, 'k');
-  EXPECT_EQ(t.increment(longest, &error), 1u);
-  EXPECT_EQ(t.increment(longest, &error), 2u);
+  EXPECT_EQ(incr(t, longest), "1");
+  EXPECT_EQ(incr(t, longest), "2");
   EXPECT_EQ(t.get(longest), 2u);
   std::string too_long(ShmCounterTable::kMaxKey + 1, 'k');
-  EXPECT_FALSE(t.increment(too_long, &error).has_value());
-  EXPECT_FALSE(error.empty());
+  EXPECT_EQ(incr(t, too_long), "error: counter key too long");
   EXPECT_EQ(t.get(too_long), 0u);
   // The refused key did not touch its 48-byte prefix.
   EXPECT_EQ(t.get(longest), 2u);
@@ -47,13 +51,14 @@ TEST(ShmCounterTable, KeyLength) {
 
 TEST(ShmCounterTable, Full) {
   ShmCounterTable t(4);
-  std::string error;
   for (const char* k : {"k1", "k2", "k3", "k4"})
-    EXPECT_EQ(t.increment(k, &error), 1u) << k << ": " << error;
-  EXPECT_FALSE(t.increment("k5", &error).has_value());
-  EXPECT_EQ(error, "counter table full");
+    EXPECT_EQ(incr(t, k), "1") << k;
+  EXPECT_EQ(incr(t, "k5"), "error: counter table full");
+  // A refused key is not half-made: it stays absent and refused.
+  EXPECT_EQ(t.get("k5"), 0u);
+  EXPECT_EQ(incr(t, "k5"), "error: counter table full");
   // Existing keys still count.
-  EXPECT_EQ(t.increment("k3", &error), 2u);
+  EXPECT_EQ(incr(t, "k3"), "2");
 }
 
 // Runs fn in n forked children; true when every child exited 0.
@@ -82,10 +87,9 @@ constexpr int kIncrements = 10000;
 TEST(ShmCounterTable, ForkedWorkersShareOneCount) {
   ShmCounterTable t(1024);
   ASSERT_TRUE(in_children(kChildren, [&](int) {
-    std::string error;
     uint64_t last = 0;
     for (int i = 0; i < kIncrements; ++i) {
-      auto v = t.increment("shared", &error);
+      auto v = t.increment("shared");
       // Every increment returns a value no other worker saw, so a worker's own values rise.
       if (!v || *v <= last)
         return false;
@@ -102,10 +106,9 @@ TEST(ShmCounterTable, ForkedWorkersClaimingSlotsAtOnce) {
   constexpr int kKeys = 8;
   ShmCounterTable t(kKeys);
   ASSERT_TRUE(in_children(kChildren, [&](int) {
-    std::string error;
     for (int i = 0; i < kIncrements / 10; ++i)
       for (int k = 0; k < kKeys; ++k)
-        if (!t.increment("key-" + std::to_string(k), &error))
+        if (!t.increment("key-" + std::to_string(k)))
           return false;
     return true;
   }));
@@ -116,10 +119,9 @@ TEST(ShmCounterTable, ForkedWorkersClaimingSlotsAtOnce) {
 TEST(ShmCounterTable, ForkedWorkersWithDistinctKeys) {
   ShmCounterTable t(1024);
   ASSERT_TRUE(in_children(kChildren, [&](int child) {
-    std::string error;
     std::string key = "worker-" + std::to_string(child);
     for (int i = 0; i < kIncrements; ++i)
-      if (t.increment(key, &error) != uint64_t(i + 1))
+      if (auto v = t.increment(key); !v || *v != uint64_t(i + 1))
         return false;
     return true;
   }));
