@@ -13,6 +13,7 @@ DeferredQueue::DeferredQueue(struct ev_loop* loop) : loop_(loop) {
 }
 
 DeferredQueue::~DeferredQueue() {
+  run();
   ev_idle_stop(loop_, &idle_);
   ev_ref(loop_);
   ev_prepare_stop(loop_, &prepare_);
@@ -35,6 +36,10 @@ void DeferredQueue::cancel(Deferred* d) {
     *it = nullptr;
 }
 
+void DeferredQueue::dispose(Disposable* d) {
+  disposed_.push_back(d);
+}
+
 void DeferredQueue::prepare_cb(struct ev_loop*, ev_prepare* w, int) {
   static_cast<DeferredQueue*>(w->data)->run();
 }
@@ -52,6 +57,13 @@ void DeferredQueue::run() {
       d->run_deferred();
     }
     running_.clear();
+  }
+  // A destructor may dispose of more (a connection's last stream): until none is left.
+  while (!disposed_.empty()) {
+    deleting_.swap(disposed_);
+    for (Disposable* d : deleting_)
+      delete d;
+    deleting_.clear();
   }
   // Work queued in the last round has no watcher to bring the loop back: keep it from
   // sleeping until that work is done.

@@ -3,6 +3,7 @@
 #include "core/http_date.h"
 #include "core/small_allocator.h"
 #include "http/http1_strict_scanner.h"
+#include "http/nghttp2_check.h"
 #include "http/nghttp2_nv.h"
 #include "server/client_connection.h"
 #include "server/http2_exchange.h"
@@ -34,7 +35,7 @@ bool is_connection_specific(std::string_view name) {
 const nghttp2_session_callbacks* Http2ServerSession::callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c;
-    nghttp2_session_callbacks_new(&c);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_callbacks_new(&c));
     nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(c, on_invalid_frame_recv);
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
@@ -52,15 +53,15 @@ const nghttp2_session_callbacks* Http2ServerSession::callbacks() {
 Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up)
     : conn_(conn) {
   nghttp2_option* opt;
-  nghttp2_option_new(&opt);
+  PORTICO_NGHTTP2_MUST(nghttp2_option_new(&opt));
   nghttp2_option_set_no_auto_window_update(opt, 1);
   // nghttp2's own flood limits, stated rather than inherited: rapid reset (a token bucket of
   // RST_STREAM frames), CONTINUATION floods, oversized SETTINGS. Each ends in GOAWAY.
   nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_max_settings(opt, 32);
-  nghttp2_session_server_new3(&session_, callbacks(), this, opt,
-                              core::SmallAllocator::nghttp2_allocator());
+  PORTICO_NGHTTP2_MUST(nghttp2_session_server_new3(&session_, callbacks(), this, opt,
+                                                   core::SmallAllocator::nghttp2_allocator()));
   nghttp2_option_del(opt);
   if (up) {
     const auto& h = *up->head;
@@ -71,7 +72,7 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
     }
     Http2Exchange* st = Http2Exchange::acquire(*this, 1);
     stream_ids_.opened_by_upgrade();
-    nghttp2_session_set_stream_user_data(session_, 1, st);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(session_, 1, st));
     link(st);
     auto& a = st->arena_;
     auto& r = st->request_;
@@ -98,8 +99,9 @@ void Http2ServerSession::send_settings() {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2_max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
   };
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, std::size(iv));
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  PORTICO_NGHTTP2_MUST(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, std::size(iv)));
+  PORTICO_NGHTTP2_MUST(
+      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow));
   want_write();
 }
 
@@ -144,7 +146,7 @@ size_t Http2ServerSession::on_input(const char* data, size_t len) {
   if (rv < 0) {
     // A GOAWAY before the close, also for a bad client preface (RFC 9113 3.4); where one is
     // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent.
-    nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR));
     fail();
     want_write();
     return len;
@@ -190,7 +192,7 @@ void Http2ServerSession::on_timeout() {
   // Streams at work keep the connection; a header block left unfinished does not.
   if (!streams_.empty() && header_block_since_ == 0)
     return;
-  nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR));
   want_write();
   conn_.close_after_flush(false);
 }
@@ -202,8 +204,8 @@ void Http2ServerSession::drain() {
   // Two GOAWAYs (RFC 9113 6.8): first a notice that takes no stream away, then, once a PING
   // has made the round trip, the last stream id. A request the client sent meanwhile is
   // served instead of silently refused.
-  nghttp2_submit_shutdown_notice(session_);
-  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+  PORTICO_NGHTTP2_MUST(nghttp2_submit_shutdown_notice(session_));
+  PORTICO_NGHTTP2_MUST(nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr));
   conn_.expire_idle_within(conn_.context().limits().drain_idle_grace);
   want_write();
 }
@@ -212,9 +214,9 @@ void Http2ServerSession::send_final_goaway() {
   if (final_goaway_sent_)
     return;
   final_goaway_sent_ = true;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  PORTICO_NGHTTP2_MUST(nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                                             nghttp2_session_get_last_proc_stream_id(session_),
+                                             NGHTTP2_NO_ERROR, nullptr, 0));
   want_write();
 }
 
@@ -263,18 +265,18 @@ void Http2ServerSession::submit_response(Http2Exchange& st, const http::Response
 void Http2ServerSession::resume_stream(Http2Exchange& st) {
   if (st.deferred_) {
     st.deferred_ = false;
-    nghttp2_session_resume_data(session_, st.id_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_resume_data(session_, st.id_));
   }
   want_write();
 }
 
 void Http2ServerSession::consume(Http2Exchange& st, size_t n) {
-  nghttp2_session_consume(session_, st.id_, n);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_consume(session_, st.id_, n));
   want_write();
 }
 
 void Http2ServerSession::reset_stream(Http2Exchange& st, uint32_t error_code) {
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, error_code);
+  PORTICO_NGHTTP2_MUST(nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, error_code));
   want_write();
 }
 
@@ -333,7 +335,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
     return 0;
   auto* me = self(ud);
   Http2Exchange* st = Http2Exchange::acquire(*me, f->hd.stream_id);
-  nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st));
   me->link(st);
   me->header_block_since_ = ev_now(me->conn_.loop());
   return 0;
@@ -434,7 +436,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
                                            const uint8_t* data, size_t len, void* ud) {
   Http2Exchange* st = stream_of(s, id);
   if (!st) {
-    nghttp2_session_consume_connection(s, len);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(s, len));
     return 0;
   }
   int64_t max_body = self(ud)->conn_.context().limits().parser.max_body_bytes;
@@ -442,7 +444,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
   if (max_body >= 0 && st->body_received_ > max_body) {
     // Over the limit, without a content-length that said so: nothing more goes on. 413 while
     // the response has not begun, else the stream is reset (HTTP/1 cuts the connection).
-    nghttp2_session_consume(s, id, len);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume(s, id, len));
     if (st->response_ended_)
       return 0;
     if (!st->head_sent_)
@@ -456,7 +458,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
   if (st->paused_)
     st->unconsumed_ += len;
   else
-    nghttp2_session_consume(s, id, len);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume(s, id, len));
   return 0;
 }
 
@@ -465,7 +467,7 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   if (!st)
     return 0;
   auto* me = self(ud);
-  nghttp2_session_set_stream_user_data(s, id, nullptr);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, id, nullptr));
   me->unlink(st);
   if (me->streams_.empty()) {
     me->header_block_since_ = 0; // a stream reset inside its header block
@@ -499,7 +501,8 @@ int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f
   // The response is complete before the request: tell the client to stop sending.
   Http2Exchange* st = stream_of(s, f->hd.stream_id);
   if (st && !st->request_ended_)
-    nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    PORTICO_NGHTTP2_MUST(
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR));
   return 0;
 }
 

@@ -2,6 +2,7 @@
 // budget (frames that serve no request end in GOAWAY(ENHANCE_YOUR_CALM)), the stream ids a
 // client skipped (RFC 9113 5.1.1, which nghttp2 leaves unchecked), and the send timeout of a
 // stream whose window the client keeps shut. Part of Http2ServerSession.
+#include "http/nghttp2_check.h"
 #include "server/client_connection.h"
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
@@ -11,7 +12,7 @@ namespace portico::server {
 int Http2ServerSession::glitch() {
   if (glitches_.spend(ev_now(conn_.loop())))
     return 0;
-  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM));
   return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
@@ -41,7 +42,7 @@ int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_h
     // Before nghttp2 judges it: a HEADERS frame on an id the client skipped is a connection
     // error (RFC 9113 5.1.1), which nghttp2 would ignore.
     if ((hd->stream_id & 1) && !me->stream_ids_.on_headers(hd->stream_id)) {
-      nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR);
+      PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR));
       return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     break;

@@ -1,6 +1,7 @@
 #include "upstream/http1_upstream_connection.h"
 
 #include "http/http1_writer.h"
+#include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
 #include <cerrno>
@@ -23,9 +24,9 @@ void Http1UpstreamConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
   static_cast<Http1UpstreamConnection*>(w->data)->on_timer();
 }
 
-Http1UpstreamConnection::Http1UpstreamConnection(UpstreamPool& pool, int fd)
-    : pool_(pool), fd_(fd),
-      parser_(*this, head_, arena_, pool.cluster().max_response_header_bytes) {
+Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd)
+    : pool_(conns.owner()), conns_(conns), fd_(fd),
+      parser_(*this, head_, arena_, pool_.cluster().max_response_header_bytes) {
   ev_io_init(&rev_, read_cb, fd_, EV_READ);
   rev_.data = this;
   ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
@@ -199,7 +200,7 @@ void Http1UpstreamConnection::on_readable() {
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       return;
     if (n == 0) // the upstream's own idle timeout, most likely: the pool learns it
-      pool_.note_idle_closed(ev_now(pool_.loop()) - idle_since);
+      conns_.note_idle_closed(ev_now(pool_.loop()) - idle_since);
     close();
     return;
   }
@@ -311,7 +312,7 @@ void Http1UpstreamConnection::finish_exchange() {
     reading_paused_ = false;
     ev_io_start(pool_.loop(), &rev_); // watch for the upstream's close while idle
   }
-  pool_.release(this, reusable, head_.keepalive_timeout);
+  conns_.release(this, reusable, head_.keepalive_timeout);
   if (c)
     c->on_upstream_end();
 }
@@ -330,7 +331,7 @@ void Http1UpstreamConnection::fail(UpstreamError e) {
   // Lost the keep-alive race: the upstream closed a connection idle this long just as it was
   // reused. The pool learns from it as from a close seen while idle.
   if (delivery == Delivery::UNANSWERED && reused_after_idle_ > 0)
-    pool_.note_idle_closed(reused_after_idle_);
+    conns_.note_idle_closed(reused_after_idle_);
   pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)
@@ -348,7 +349,7 @@ void Http1UpstreamConnection::close() {
   fd_ = -1;
   out_.clear();
   pool_.deferred().cancel(this);
-  pool_.on_closed(this);
+  conns_.on_closed(this);
 }
 
 } // namespace portico::upstream

@@ -1,5 +1,5 @@
 #pragma once
-// One HTTP/1.1 keep-alive connection to an upstream endpoint, owned by its UpstreamPool. It
+// One HTTP/1.1 keep-alive connection to an upstream endpoint, owned by its Http1ConnectionPool. It
 // carries one exchange at a time (never pipelined). While idle in the pool it keeps reading, so
 // an upstream's close is noticed before the connection is reused, not after.
 #include "core/block_pool.h"
@@ -16,6 +16,7 @@
 namespace portico::upstream {
 
 class UpstreamPool;
+class Http1ConnectionPool;
 
 class Http1UpstreamConnection final : public core::Deferred,
                                       public UpstreamStream,
@@ -28,7 +29,7 @@ public:
     CLOSED,     // socket closed; the pool destroys the object after this iteration
   };
 
-  Http1UpstreamConnection(UpstreamPool& pool, int fd);
+  Http1UpstreamConnection(Http1ConnectionPool& conns, int fd);
   ~Http1UpstreamConnection() override;
   Http1UpstreamConnection(const Http1UpstreamConnection&) = delete;
   Http1UpstreamConnection& operator=(const Http1UpstreamConnection&) = delete;
@@ -83,7 +84,8 @@ private:
   void on_response_trailer(std::string_view name, std::string_view value) override;
   void on_response_end() override;
 
-  UpstreamPool& pool_;
+  UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
+  Http1ConnectionPool& conns_; // where it idles between exchanges
   int fd_;
   State state_ = State::CONNECTING;
   ev_io rev_, wev_;

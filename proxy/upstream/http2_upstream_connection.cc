@@ -1,5 +1,7 @@
 #include "upstream/http2_upstream_connection.h"
 
+#include "http/nghttp2_check.h"
+#include "upstream/http2_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
 #include <algorithm>
@@ -35,7 +37,7 @@ Http2UpstreamConnection* self(void* user) {
 const nghttp2_session_callbacks* Http2UpstreamConnection::callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c;
-    nghttp2_session_callbacks_new(&c);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_callbacks_new(&c));
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(c, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
@@ -46,19 +48,21 @@ const nghttp2_session_callbacks* Http2UpstreamConnection::callbacks() {
   return cbs;
 }
 
-Http2UpstreamConnection::Http2UpstreamConnection(UpstreamPool& pool, int fd)
-    : pool_(pool), fd_(fd) {
+Http2UpstreamConnection::Http2UpstreamConnection(Http2ConnectionPool& conns, int fd)
+    : pool_(conns.owner()), conns_(conns), fd_(fd) {
   nghttp2_option* opt;
-  nghttp2_option_new(&opt);
+  PORTICO_NGHTTP2_MUST(nghttp2_option_new(&opt));
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_peer_max_concurrent_streams(opt, kInitialStreams);
-  nghttp2_session_client_new3(&session_, callbacks(), this, opt,
-                              core::SmallAllocator::nghttp2_allocator());
+  PORTICO_NGHTTP2_MUST(nghttp2_session_client_new3(&session_, callbacks(), this, opt,
+                                                   core::SmallAllocator::nghttp2_allocator()));
   nghttp2_option_del(opt);
   nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow}};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  PORTICO_NGHTTP2_MUST(
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)));
+  PORTICO_NGHTTP2_MUST(
+      nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow));
   ev_io_init(&rev_, read_cb, fd_, EV_READ);
   rev_.data = this;
   ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
@@ -101,20 +105,23 @@ void Http2UpstreamConnection::open_stream(UpstreamStreamListener* client) {
   streams_.push_front(st);
   if (streams_.size() == 1)
     ev_timer_stop(pool_.loop(), &timer_); // idle retirement, if it was armed
-  pool_.h2_stream_opened();
+  conns_.stream_opened();
   client->on_upstream_ready(*st);
 }
 
 void Http2UpstreamConnection::stream_gone(Http2UpstreamStream* st) {
   streams_.erase(st);
-  delete st;
+  ev_timer_stop(pool_.loop(), &st->timer_);
+  // Destroyed once nghttp2's callback (or the loop pass) that ended it has returned; the
+  // connection itself is disposed of after it, never before.
+  pool_.deferred().dispose(st);
+  conns_.stream_done();
   if (streams_.empty() && state_ == State::DRAINING) {
     close(UpstreamError::RESET);
     return;
   }
   if (streams_.empty())
     arm_idle();
-  pool_.h2_stream_done();
 }
 
 void Http2UpstreamConnection::arm_idle() {
@@ -270,7 +277,7 @@ int Http2UpstreamConnection::on_begin_headers(nghttp2_session*, const nghttp2_fr
       nghttp2_session_get_stream_user_data(self(user)->session_, f->hd.stream_id));
   if (st) {
     st->header_bytes_ = 0; // per header block: the head (each 1xx anew), then the trailers
-    if (!st->head_delivered_)
+    if (st->response_ != Http2UpstreamStream::Response::BODY)
       st->head_.clear();
   }
   return 0;
@@ -286,7 +293,7 @@ int Http2UpstreamConnection::on_header(nghttp2_session* s, const nghttp2_frame* 
     return 0;
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
-  st->response_seen_ = true;
+  st->saw_response();
   st->touch();
   // The same budget as an HTTP/1.1 head, counted as the same fields would take there
   // ("name: value" and CRLF), for the head and the trailers each. Over it, the stream is
@@ -294,7 +301,8 @@ int Http2UpstreamConnection::on_header(nghttp2_session* s, const nghttp2_frame* 
   st->header_bytes_ += namelen + valuelen + 4;
   if (st->header_bytes_ > c->pool_.cluster().max_response_header_bytes)
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  if (st->head_delivered_) { // trailers: nghttp2 has checked they carry no pseudo-header
+  if (st->response_ == Http2UpstreamStream::Response::BODY) { // trailers: nghttp2 has checked they
+                                                              // carry no pseudo-header
     st->trailers_.push_back({st->arena_.copy(n), st->arena_.copy(v)});
     return 0;
   }
@@ -313,7 +321,7 @@ int Http2UpstreamConnection::on_frame_recv(nghttp2_session* s, const nghttp2_fra
   switch (f->hd.type) {
   case NGHTTP2_SETTINGS:
     if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
-      c->pool_.h2_serve_waiters(); // the limit may have grown: waiting requests may fit
+      c->conns_.room_grew(); // the limit may have grown: waiting requests may fit
     return 0;
   case NGHTTP2_GOAWAY:
     // Streams above the last one it saw are closed by nghttp2 as refused (NOT_DELIVERED:
@@ -330,7 +338,7 @@ int Http2UpstreamConnection::on_frame_recv(nghttp2_session* s, const nghttp2_fra
   if (!st || !st->client_)
     return 0;
   bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
-  if (f->hd.type == NGHTTP2_HEADERS && !st->head_delivered_) {
+  if (f->hd.type == NGHTTP2_HEADERS && st->response_ != Http2UpstreamStream::Response::BODY) {
     if (st->head_.status < 200) {
       // 1xx: nothing for the client (a 100 Continue was answered by the proxy already).
       st->head_.clear();
@@ -348,7 +356,7 @@ int Http2UpstreamConnection::on_frame_recv(nghttp2_session* s, const nghttp2_fra
       h.content_length = h.content_length < 0 ? 0 : h.content_length;
     else if (end)
       h.content_length = 0;
-    st->head_delivered_ = true;
+    st->set_response(Http2UpstreamStream::Response::BODY);
     st->client_->on_upstream_head(h);
     if (!st->client_)
       return 0; // the client failed the exchange on seeing the head
@@ -366,10 +374,11 @@ void Http2UpstreamConnection::end_response(Http2UpstreamStream& st) {
   ++completed_;
   // The request may still be sending a body no one needs now: stop it (NO_ERROR, as
   // RFC 9113 8.1 asks of a server that answered early; nghttp2 does the same).
-  bool cancel = st.has_body_ && !(st.request_ended_ && st.body_.empty());
+  bool cancel = st.body_unfinished();
   st.release_client(false);
   if (cancel) {
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, NGHTTP2_NO_ERROR);
+    PORTICO_NGHTTP2_MUST(
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st.id_, NGHTTP2_NO_ERROR));
     want_flush();
   }
   client->on_upstream_end();
@@ -379,17 +388,17 @@ int Http2UpstreamConnection::on_data_chunk_recv(nghttp2_session* s, uint8_t, int
                                                 const uint8_t* data, size_t len, void* user) {
   auto* st = static_cast<Http2UpstreamStream*>(nghttp2_session_get_stream_user_data(s, id));
   if (!st || !st->client_) {
-    nghttp2_session_consume(s, id, len);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume(s, id, len));
     return 0;
   }
-  st->response_seen_ = true;
+  st->saw_response();
   st->touch();
   st->client_->on_upstream_body({reinterpret_cast<const char*>(data), len});
   // The client may have paused this stream (its buffer is full) or left: hold the window.
   if (st->paused_ && st->client_) {
     st->unconsumed_ += len;
   } else {
-    nghttp2_session_consume(s, id, len);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume(s, id, len));
     self(user)->want_flush();
   }
   return 0;
@@ -403,15 +412,15 @@ int Http2UpstreamConnection::on_stream_close(nghttp2_session*, int32_t id, uint3
   if (!st)
     return 0;
   UpstreamStreamListener* client = st->client_;
-  Delivery delivery = st->response_seen_                     ? Delivery::ANSWERED
-                      : error_code == NGHTTP2_REFUSED_STREAM ? Delivery::NOT_DELIVERED
-                                                             : Delivery::UNANSWERED;
+  Delivery delivery = st->response_ != Http2UpstreamStream::Response::NONE ? Delivery::ANSWERED
+                      : error_code == NGHTTP2_REFUSED_STREAM               ? Delivery::NOT_DELIVERED
+                                                                           : Delivery::UNANSWERED;
   if (client) {
     st->client_ = nullptr;
     c->pool_.metrics().errors[static_cast<int>(UpstreamError::RESET)].inc();
   }
   if (st->unconsumed_ > 0)
-    nghttp2_session_consume_connection(c->session_, st->unconsumed_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(c->session_, st->unconsumed_));
   st->unconsumed_ = 0;
   c->stream_gone(st);
   if (client)
@@ -423,7 +432,7 @@ void Http2UpstreamConnection::drain() {
   if (state_ != State::OPEN)
     return;
   state_ = State::DRAINING;
-  nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR));
   want_flush();
   if (streams_.empty() && out_.empty())
     flush();
@@ -446,15 +455,16 @@ void Http2UpstreamConnection::close(UpstreamError e) {
   std::vector<std::pair<UpstreamStreamListener*, Delivery>> failed;
   for (Http2UpstreamStream* st = streams_.front(); st; st = Streams::next(st))
     if (st->client_) {
-      failed.push_back({st->client_, connect_failed       ? Delivery::NOT_DELIVERED
-                                     : st->response_seen_ ? Delivery::ANSWERED
-                                                          : Delivery::UNANSWERED});
+      failed.push_back({st->client_, connect_failed ? Delivery::NOT_DELIVERED
+                                     : st->response_ != Http2UpstreamStream::Response::NONE
+                                         ? Delivery::ANSWERED
+                                         : Delivery::UNANSWERED});
       st->client_ = nullptr;
       ev_timer_stop(pool_.loop(), &st->timer_);
     }
   if (!connect_failed && !failed.empty())
     pool_.metrics().errors[static_cast<int>(e)].inc();
-  pool_.h2_closed(this);
+  conns_.closed(this);
   for (auto [client, delivery] : failed)
     client->on_upstream_error(e, delivery);
 }

@@ -1,9 +1,9 @@
 #pragma once
-// One h2c connection to an upstream endpoint (prior knowledge), owned by its UpstreamPool and
-// shared by many requests, each on its own stream. Requests from many client connections go
-// out together: one writev carries every HEADERS and DATA frame framed in a loop iteration,
-// and one read brings many responses back, where HTTP/1.1 needs a connection and two system
-// calls per request.
+// One h2c connection to an upstream endpoint (prior knowledge), owned by its Http2ConnectionPool
+// and shared by many requests, each on its own stream. Requests from many client connections go out
+// together: one writev carries every HEADERS and DATA frame framed in a loop iteration, and one
+// read brings many responses back, where HTTP/1.1 needs a connection and two system calls per
+// request.
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
 #include "core/deferred_queue.h"
@@ -21,12 +21,13 @@
 namespace portico::upstream {
 
 class UpstreamPool;
+class Http2ConnectionPool;
 
 class Http2UpstreamConnection final : public core::Deferred {
 public:
   enum class State { CONNECTING, OPEN, DRAINING, CLOSED };
 
-  Http2UpstreamConnection(UpstreamPool& pool, int fd);
+  Http2UpstreamConnection(Http2ConnectionPool& conns, int fd);
   ~Http2UpstreamConnection() override;
   Http2UpstreamConnection(const Http2UpstreamConnection&) = delete;
   Http2UpstreamConnection& operator=(const Http2UpstreamConnection&) = delete;
@@ -71,7 +72,8 @@ private:
   void stream_gone(Http2UpstreamStream* st);
   void arm_idle();
 
-  UpstreamPool& pool_;
+  UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
+  Http2ConnectionPool& conns_; // its siblings to the same endpoint
   int fd_;
   State state_ = State::CONNECTING;
   nghttp2_session* session_ = nullptr;

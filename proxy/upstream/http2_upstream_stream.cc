@@ -1,11 +1,13 @@
 #include "upstream/http2_upstream_stream.h"
 
+#include "http/nghttp2_check.h"
 #include "http/nghttp2_nv.h"
 #include "upstream/http2_upstream_connection.h"
 #include "upstream/request_fields.h"
 #include "upstream/upstream_pool.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 
 namespace portico::upstream {
@@ -80,18 +82,19 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
     auto r = std::to_chars(length, length + sizeof length, req.content_length);
     nva.push_back(make_nv("content-length", {length, static_cast<size_t>(r.ptr - length)}));
   }
-  has_body_ = framing != BodyFraming::NONE;
-  request_sent_ = !has_body_;
+  bool has_body = framing != BodyFraming::NONE;
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = read_body;
   id_ = nghttp2_submit_request(conn_.session_, nullptr, nva.data(), nva.size(),
-                               has_body_ ? &provider : nullptr, this);
+                               has_body ? &provider : nullptr, this);
   if (id_ < 0) {
     // The session takes no more streams (it is going away): the client hears of it from
     // the loop, as a refused stream it may retry.
-    failed_ = true;
+    set_request(Request::REFUSED);
     conn_.has_failed_streams_ = true;
+  } else {
+    set_request(has_body ? Request::BODY : Request::SENT);
   }
   last_activity_ = ev_now(conn_.pool_.loop());
   timer_.repeat = conn_.pool_.cluster().response_timeout;
@@ -100,26 +103,26 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
 }
 
 void Http2UpstreamStream::send_body(std::string_view data) {
-  if (id_ < 0 || !has_body_)
+  if (request_ != Request::BODY)
     return;
   touch();
   body_.append(data);
   if (body_deferred_) {
     body_deferred_ = false;
-    nghttp2_session_resume_data(conn_.session_, id_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_resume_data(conn_.session_, id_));
   }
   conn_.want_flush();
 }
 
 void Http2UpstreamStream::end_request(std::span<const http::Header> trailers) {
-  request_ended_ = true;
+  if (request_ != Request::BODY)
+    return; // no body (or refused): the HEADERS ended the stream, trailers have no place
   for (const auto& t : trailers)
     trailers_.push_back({arena_.copy(t.name), arena_.copy(t.value)});
-  if (id_ < 0 || !has_body_)
-    return;
+  set_request(Request::BODY_ENDED);
   if (body_deferred_) {
     body_deferred_ = false;
-    nghttp2_session_resume_data(conn_.session_, id_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_resume_data(conn_.session_, id_));
   }
   conn_.want_flush();
 }
@@ -135,14 +138,14 @@ ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* 
   if (was_high && st->body_.size() < kBodyHigh && st->client_)
     st->conn_.notify_writable_ = true;
   if (st->body_.empty()) {
-    if (!st->request_ended_) {
+    if (st->request_ == Request::BODY) {
       if (n > 0)
         return static_cast<ssize_t>(n);
       st->body_deferred_ = true;
       return NGHTTP2_ERR_DEFERRED;
     }
     *flags |= NGHTTP2_DATA_FLAG_EOF;
-    st->request_sent_ = true;
+    st->set_request(Request::SENT);
     st->touch(); // the wait for the answer starts now
     if (!st->trailers_.empty()) {
       std::vector<nghttp2_nv> nva;
@@ -160,7 +163,7 @@ ssize_t Http2UpstreamStream::read_body(nghttp2_session* s, int32_t id, uint8_t* 
 void Http2UpstreamStream::resume_reading() {
   paused_ = false;
   if (unconsumed_ > 0 && id_ >= 0) {
-    nghttp2_session_consume(conn_.session_, id_, unconsumed_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume(conn_.session_, id_, unconsumed_));
     unconsumed_ = 0;
     conn_.want_flush();
   }
@@ -180,12 +183,13 @@ void Http2UpstreamStream::release_client(bool cancel) {
     return;
   }
   if (cancel && conn_.state_ != Http2UpstreamConnection::State::CLOSED) {
-    nghttp2_submit_rst_stream(conn_.session_, NGHTTP2_FLAG_NONE, id_, NGHTTP2_CANCEL);
+    PORTICO_NGHTTP2_MUST(
+        nghttp2_submit_rst_stream(conn_.session_, NGHTTP2_FLAG_NONE, id_, NGHTTP2_CANCEL));
     conn_.want_flush();
   }
   // Response DATA no one will read still counts against the connection's window.
   if (unconsumed_ > 0 && conn_.state_ != Http2UpstreamConnection::State::CLOSED) {
-    nghttp2_session_consume_connection(conn_.session_, unconsumed_);
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(conn_.session_, unconsumed_));
     unconsumed_ = 0;
   }
 }
@@ -201,7 +205,7 @@ void Http2UpstreamStream::timer_cb(struct ev_loop*, ev_timer* w, int) {
 void Http2UpstreamStream::on_timer() {
   // While the body is going up, the limit is on its progress; then on the answer.
   const auto& cfg = conn_.pool_.cluster();
-  double limit = request_sent_ ? cfg.response_timeout : cfg.send_timeout;
+  double limit = request_ == Request::SENT ? cfg.response_timeout : cfg.send_timeout;
   double left = last_activity_ + limit - ev_now(conn_.pool_.loop());
   if (paused_ || left > 0.001) {
     // A paused stream waits on the client, not on the upstream.
@@ -214,6 +218,45 @@ void Http2UpstreamStream::on_timer() {
   release_client(true);
   if (c)
     c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, Delivery::ANSWERED);
+}
+
+const char* to_string(Http2UpstreamStream::Request r) {
+  using R = Http2UpstreamStream::Request;
+  switch (r) {
+  case R::UNSENT: return "unsent";
+  case R::REFUSED: return "refused";
+  case R::BODY: return "body";
+  case R::BODY_ENDED: return "body_ended";
+  case R::SENT: return "sent";
+  }
+  return "?";
+}
+
+const char* to_string(Http2UpstreamStream::Response r) {
+  using R = Http2UpstreamStream::Response;
+  switch (r) {
+  case R::NONE: return "none";
+  case R::HEAD: return "head";
+  case R::BODY: return "body";
+  }
+  return "?";
+}
+
+void Http2UpstreamStream::set_request(Request next) {
+  // UNSENT -> REFUSED | BODY | SENT; BODY -> BODY_ENDED -> SENT.
+  [[maybe_unused]] bool legal =
+      request_ == Request::UNSENT
+          ? next == Request::REFUSED || next == Request::BODY || next == Request::SENT
+          : (request_ == Request::BODY && next == Request::BODY_ENDED) ||
+                (request_ == Request::BODY_ENDED && next == Request::SENT);
+  assert(legal && "Http2UpstreamStream request state goes forward only");
+  request_ = next;
+}
+
+void Http2UpstreamStream::set_response(Response next) {
+  [[maybe_unused]] bool legal = next > response_;
+  assert(legal && "Http2UpstreamStream response state goes forward only");
+  response_ = next;
 }
 
 } // namespace portico::upstream

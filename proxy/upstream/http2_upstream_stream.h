@@ -3,6 +3,7 @@
 // fields, the body through a deferred data provider, the response's DATA taken from the
 // flow-control window only as the client takes it, so that a slow client holds back its own stream.
 #include "core/byte_queue.h"
+#include "core/deferred_queue.h"
 #include "core/intrusive_list.h"
 #include "core/small_allocator.h"
 #include "http/arena.h"
@@ -18,17 +19,33 @@ namespace portico::upstream {
 
 class Http2UpstreamConnection;
 
-class Http2UpstreamStream final : public UpstreamStream {
+class Http2UpstreamStream final : public core::Disposable, public UpstreamStream {
 public:
   // A request body above this waits for DATA frames before the client is read further.
   static constexpr size_t kBodyHigh = 64 * 1024;
+
+  // How far the request has gone up. Forward only: set_request() refuses anything else.
+  enum class Request : uint8_t {
+    UNSENT,     // created; its HEADERS not submitted yet
+    REFUSED,    // nghttp2 took no more streams (the session is going away): the listener
+                // hears of it from the loop, as a refusal it may retry
+    BODY,       // HEADERS submitted; body bytes still come from the client
+    BODY_ENDED, // the client's body is complete; not all of it framed yet
+    SENT,       // framed whole (END_STREAM, or trailers queued): response_timeout runs
+  };
+  // How much of the response has come back. Forward only, like Request.
+  enum class Response : uint8_t {
+    NONE, // not one byte: a failure now may be retried (Delivery::UNANSWERED)
+    HEAD, // a header block arriving (an interim 1xx, or the final head)
+    BODY, // the final head went to the listener; DATA and trailers follow
+  };
 
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
   Http2UpstreamStream(Http2UpstreamConnection& conn, UpstreamStreamListener* client,
                       bool head_request, bool first);
-  ~Http2UpstreamStream();
+  ~Http2UpstreamStream() override;
 
   void send_head(const http::RequestHead& req, BodyFraming framing, const ClientOrigin& client,
                  const ForwardingOptions& fwd) override;
@@ -41,12 +58,26 @@ public:
   bool first_on_connection() const override { return first_; }
   double connect_seconds() const override;
 
+  Request request_state() const { return request_; }
+  Response response_state() const { return response_; }
+
 private:
   friend class Http2UpstreamConnection;
   static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static ssize_t read_body(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
                            uint32_t* flags, nghttp2_data_source* src, void* user);
   void on_timer();
+  void set_request(Request next);
+  void set_response(Response next);
+  // A response byte arrived: at least HEAD.
+  void saw_response() {
+    if (response_ == Response::NONE)
+      set_response(Response::HEAD);
+  }
+  // The request still has body bytes to send that no one needs once the response is whole.
+  bool body_unfinished() const {
+    return request_ == Request::BODY || (request_ == Request::BODY_ENDED && !body_.empty());
+  }
   // Ends the client's part: no callback reaches it after. cancel: reset the stream too.
   void release_client(bool cancel);
   void touch();
@@ -62,18 +93,19 @@ private:
   double last_activity_ = 0; // a request or response byte moved on this stream
   size_t unconsumed_ = 0;    // response DATA held back from the window while paused
   size_t header_bytes_ = 0;  // of the header block being received
-  bool head_request_;
-  bool first_;
-  bool has_body_ = false;
-  bool request_ended_ = false;
-  bool request_sent_ = false; // framed whole: response_timeout runs from here
+  Request request_ = Request::UNSENT;
+  Response response_ = Response::NONE;
+  bool head_request_; // the response has no body whatever its head says
+  bool first_;        // the connection's first stream: its connect time is this request's
+  // Not states but conditions across them: nghttp2 waits for body bytes (the data provider
+  // said DEFERRED); the listener cannot take response bytes now.
   bool body_deferred_ = false;
-  bool head_delivered_ = false;
-  bool response_seen_ = false;
   bool paused_ = false;
-  bool failed_ = false; // refused before it reached nghttp2: reported from the loop
 
   core::ListHook<Http2UpstreamStream> hook_; // in the connection's list of live streams
 };
+
+const char* to_string(Http2UpstreamStream::Request r);
+const char* to_string(Http2UpstreamStream::Response r);
 
 } // namespace portico::upstream

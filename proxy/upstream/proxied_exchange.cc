@@ -7,6 +7,7 @@
 #include "upstream/retry_policy.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 
 namespace portico::upstream {
@@ -55,7 +56,31 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
 }
 
+const char* to_string(ProxiedExchange::State s) {
+  switch (s) {
+  case ProxiedExchange::State::WAITING: return "waiting";
+  case ProxiedExchange::State::REQUEST: return "request";
+  case ProxiedExchange::State::RESPONSE: return "response";
+  case ProxiedExchange::State::FINISHED: return "finished";
+  }
+  return "?";
+}
+
+void ProxiedExchange::set_state(State next) {
+  // WAITING -> REQUEST -> RESPONSE -> FINISHED; a retry goes back to WAITING from REQUEST
+  // (or from WAITING: a connect refused before the stream was handed over); any state but
+  // FINISHED may finish.
+  [[maybe_unused]] bool legal = next == State::FINISHED  ? state_ != State::FINISHED
+                                : next == State::REQUEST ? state_ == State::WAITING
+                                : next == State::RESPONSE
+                                    ? state_ == State::REQUEST
+                                    : state_ != State::RESPONSE && state_ != State::FINISHED;
+  assert(legal && "ProxiedExchange state transition");
+  state_ = next;
+}
+
 void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
+  set_state(State::REQUEST);
   up_ = &up;
   double now = ev_time();
   queue_ = now - phase_at_;
@@ -147,7 +172,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     std::erase_if(fields,
                   [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
   head.more = fields;
-  response_started_ = true;
+  set_state(State::RESPONSE);
   status_ = h.status;
   first_byte_ = ev_time() - phase_at_;
   if (up_ && up_->first_on_connection())
@@ -190,9 +215,10 @@ void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_vie
 }
 
 void ProxiedExchange::on_upstream_end() {
+  set_state(State::FINISHED);
   up_ = nullptr;
   cluster_.metrics().upstream.observe(ev_time() - phase_at_);
-  // Both may close the exchange and delete this.
+  // Both may close the exchange (this is then disposed of, not yet destroyed).
   if (response_trailers_.empty())
     ex_.end_response();
   else
@@ -201,7 +227,8 @@ void ProxiedExchange::on_upstream_end() {
 
 void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
   up_ = nullptr;
-  if (response_started_) {
+  if (state_ == State::RESPONSE) {
+    set_state(State::FINISHED);
     ex_.abort(); // the client must see a cut response, never a clean short one
     return;
   }
@@ -218,6 +245,7 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
     return;
   }
   retried_ = true;
+  set_state(State::WAITING);
   pool_->metrics().errors[metrics::kErrorRetried].inc();
   pool_->metrics().retries[static_cast<size_t>(*why)].inc();
   pool_ = next;
@@ -230,13 +258,14 @@ void ProxiedExchange::on_queue_timeout() {
 }
 
 void ProxiedExchange::fail(int status) {
+  set_state(State::FINISHED);
   status_ = status;
   std::string_view reason = http::reason_phrase(status);
   char body[64];
   size_t n = std::min(reason.size(), sizeof body - 1);
   std::copy_n(reason.data(), n, body);
   body[n++] = '\n';
-  ex_.respond(status, "text/plain", {body, n}); // may delete this
+  ex_.respond(status, "text/plain", {body, n}); // may close the exchange
 }
 
 void ProxiedExchange::log_access(server::Exchange& ex, double now) {
@@ -271,7 +300,9 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
     pool_->cancel(this);
   if (up_)
     up_->detach();
-  delete this;
+  // Destroyed after the callback that closed the exchange has returned: the upstream side or
+  // the client exchange may be below us on the stack.
+  pool_->deferred().dispose(this);
 }
 
 } // namespace portico::upstream

@@ -4,6 +4,7 @@
 // both ways with backpressure; a failed request is sent again once when retry_policy.h says that
 // cannot apply it twice, and only while its whole body is still held.
 #include "core/byte_queue.h"
+#include "core/deferred_queue.h"
 #include "core/small_allocator.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
@@ -19,11 +20,24 @@ namespace portico::upstream {
 class Cluster;
 class UpstreamPool;
 
-class ProxiedExchange final : public server::ExchangeListener, public UpstreamStreamListener {
+class ProxiedExchange final : public core::Disposable,
+                              public server::ExchangeListener,
+                              public UpstreamStreamListener {
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried once
   // their first bytes have left for the upstream.
   static constexpr size_t kReplayLimit = 64 * 1024;
+
+  // Where the exchange stands on the upstream side. The client side has its own (the
+  // server::Exchange); the two meet in on_exchange_close.
+  enum class State : uint8_t {
+    WAITING,  // for a way upstream: in a pool's queue, or a retry about to get one
+    REQUEST,  // on an upstream connection or stream; no response byte back yet, so a
+              // failure may still be retried (retry_policy.h)
+    RESPONSE, // the upstream's response is being relayed; a failure now cuts the client
+    FINISHED, // the upstream part is over: the response ended, or the client was answered
+              // by the proxy (502, 503, 504) or cut; the client exchange may still drain
+  };
 
   // One per request: from the worker's free lists, not malloc.
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
@@ -54,6 +68,7 @@ private:
   void on_queue_timeout() override;
   bool is_head_request() const override { return ex_.request().is_head(); }
 
+  void set_state(State next);
   void write_body(std::string_view data);
   void finish_request();
   void fail(int status);
@@ -76,12 +91,17 @@ private:
   core::ByteQueue replay_;                      // request body so far, while it may still be resent
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
+  State state_ = State::WAITING;
+  // Conditions that hold across states rather than steps of it: the body so far is still
+  // held for a retry; the client's request is complete; the one retry is spent; each side
+  // is held back for the other (backpressure).
   bool replayable_ = true;
   bool request_ended_ = false;
-  bool response_started_ = false;
   bool retried_ = false;
   bool client_paused_ = false;
   bool upstream_paused_ = false;
 };
+
+const char* to_string(ProxiedExchange::State s);
 
 } // namespace portico::upstream

@@ -1,8 +1,10 @@
 #pragma once
 // What an upstream connection reports to the request it carries (ProxiedExchange), and how a
 // request waits in a pool's queue. ("Client" is the user's side; this is the request as the
-// upstream side sees it.) Callbacks may arrive inside the connection's own libev callbacks; a
-// listener that ends its exchange in one of them must not touch the connection after.
+// upstream side sees it.) Callbacks may arrive inside the connection's own libev callbacks;
+// after on_upstream_end or on_upstream_error the connection or stream is no longer the
+// listener's (it may be carrying the next request already) and must not be touched. Nothing
+// is destroyed inside a callback: objects are disposed of through the loop's DeferredQueue.
 #include "core/intrusive_list.h"
 #include "upstream/upstream_error.h"
 

@@ -2,10 +2,13 @@
 // unix socket nobody accepts from (a connect lands in its backlog): the per-worker connection
 // limit queues the excess, a queued request leaves on cancel or at queue_timeout, a connection
 // that closes serves the next in line, a refused connect holds the endpoint down, and running
-// out of descriptors is the proxy's own shortage (503) that holds nothing down.
+// out of descriptors is the proxy's own shortage (503) that holds nothing down; an h2c
+// connection the upstream drains counts none of its streams once they end.
 #include "core/deferred_queue.h"
+#include "http/request_head.h"
 #include "metrics/worker_metrics.h"
 #include "upstream/upstream_pool.h"
+#include "upstream/upstream_stream.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,16 +27,28 @@ namespace {
 
 struct FakeRequest final : UpstreamStreamListener {
   UpstreamStream* up = nullptr;
-  int ready = 0, queue_timeouts = 0;
+  int ready = 0, queue_timeouts = 0, ended = 0;
+  bool send_get = false; // send a bodiless GET once ready
   std::vector<std::pair<UpstreamError, Delivery>> errors;
 
   void on_upstream_ready(UpstreamStream& u) override {
     up = &u;
     ++ready;
+    if (send_get) {
+      http::RequestHead req;
+      req.method = "GET";
+      req.target = "/";
+      req.authority = "app";
+      u.send_head(req, BodyFraming::NONE, ClientOrigin{}, ForwardingOptions{});
+      u.end_request({});
+    }
   }
   void on_upstream_head(const http::UpstreamResponseHead&) override {}
   void on_upstream_body(std::string_view) override {}
-  void on_upstream_end() override {}
+  void on_upstream_end() override {
+    up = nullptr;
+    ++ended;
+  }
   void on_upstream_error(UpstreamError e, Delivery d) override {
     up = nullptr;
     errors.push_back({e, d});
@@ -197,6 +212,53 @@ TEST_F(UpstreamPoolTest, OutOfDescriptorsIsLocalAndHoldsNothingDown) {
   EXPECT_EQ(b.ready, 1);
   b.up->detach();
   deferred_->run();
+}
+
+// Reads from fd (non-blocking) until a HEADERS frame has arrived after the client preface.
+bool saw_headers(int fd, std::string& in) {
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0;)
+    in.append(buf, static_cast<size_t>(n));
+  for (size_t at = 24; at + 9 <= in.size();) {
+    size_t len = (static_cast<uint8_t>(in[at]) << 16) | (static_cast<uint8_t>(in[at + 1]) << 8) |
+                 static_cast<uint8_t>(in[at + 2]);
+    if (in[at + 3] == 0x01)
+      return true;
+    at += 9 + len;
+  }
+  return false;
+}
+
+TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
+  cluster_.protocol = "h2c";
+  make_pool(true);
+  FakeRequest a;
+  a.send_get = true;
+  pool_->acquire(&a, false);
+  ASSERT_EQ(a.ready, 1);
+  EXPECT_EQ(pool_->load(), 1u);
+  int server = -1;
+  std::string in;
+  run_until([&] {
+    if (server < 0)
+      server = ::accept(listen_fd_, nullptr, nullptr);
+    return server >= 0 && saw_headers(server, in);
+  });
+  ASSERT_GE(server, 0);
+  // SETTINGS, ACK of the client's, GOAWAY naming stream 1 as the last it takes, then stream
+  // 1's answer (:status 200 from HPACK's static table) ending the stream.
+  const unsigned char frames[] = {0, 0, 0, 4, 0, 0, 0, 0, 0,                           //
+                                  0, 0, 0, 4, 1, 0, 0, 0, 0,                           //
+                                  0, 0, 8, 7, 0, 0, 0, 0, 0, 0,   0, 0, 1, 0, 0, 0, 0, //
+                                  0, 0, 1, 1, 5, 0, 0, 0, 1, 0x88};
+  ASSERT_EQ(::send(server, frames, sizeof frames, 0), static_cast<ssize_t>(sizeof frames));
+  run_until([&] { return a.ended > 0 && pool_->connections().connections() == 0; });
+  EXPECT_EQ(a.ended, 1);
+  EXPECT_EQ(pool_->connections().connections(), 0u); // drained and closed
+  // The stream that ended on the draining connection is no longer counted: balancing would
+  // pass this endpoint over for ever.
+  EXPECT_EQ(pool_->load(), 0u);
+  ::close(server);
 }
 
 } // namespace

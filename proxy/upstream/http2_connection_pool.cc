@@ -1,0 +1,71 @@
+#include "upstream/http2_connection_pool.h"
+
+#include "upstream/upstream_pool.h"
+
+#include <algorithm>
+
+namespace portico::upstream {
+
+void Http2ConnectionPool::close_all() {
+  while (Http2UpstreamConnection* c = conns_.front())
+    c->close(UpstreamError::RESET);
+}
+
+size_t Http2ConnectionPool::idle() const {
+  size_t n = 0;
+  for (Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c))
+    n += c->streams() == 0;
+  return n;
+}
+
+Http2UpstreamConnection* Http2ConnectionPool::with_room() {
+  Http2UpstreamConnection* best = nullptr;
+  size_t open = 0;
+  for (Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c)) {
+    open += c->state() != Http2UpstreamConnection::State::DRAINING;
+    if (c->can_take() && (!best || c->streams() < best->streams()))
+      best = c;
+  }
+  if (best && best->streams() > 0 && open < static_cast<size_t>(owner_.cluster().h2_connections))
+    return nullptr; // open another first
+  return best;
+}
+
+bool Http2ConnectionPool::reuse(UpstreamStreamListener* listener, bool) {
+  Http2UpstreamConnection* c = with_room();
+  if (!c)
+    return false;
+  c->open_stream(listener);
+  return true;
+}
+
+void Http2ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
+  auto* c = new Http2UpstreamConnection(*this, fd);
+  conns_.push_front(c);
+  ++count_;
+  c->open_stream(listener);
+}
+
+void Http2ConnectionPool::stream_opened() {
+  ++streams_;
+  owner_.publish();
+}
+
+void Http2ConnectionPool::stream_done() {
+  --streams_;
+  owner_.room_freed();
+}
+
+void Http2ConnectionPool::room_grew() {
+  owner_.room_freed();
+}
+
+void Http2ConnectionPool::closed(Http2UpstreamConnection* c) {
+  conns_.erase(c);
+  --count_;
+  streams_ -= std::min(streams_, c->streams());
+  owner_.deferred().dispose(c);
+  owner_.room_freed();
+}
+
+} // namespace portico::upstream

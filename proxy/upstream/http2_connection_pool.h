@@ -1,0 +1,49 @@
+#pragma once
+// h2c connections to one endpoint, each carrying many streams: a request takes a stream on the
+// connection with the fewest, and new connections open until the cluster's h2_connections
+// carry streams (so requests spread over that many of a preforked upstream's workers).
+#include "core/intrusive_list.h"
+#include "upstream/connection_pool.h"
+#include "upstream/http2_upstream_connection.h"
+
+namespace portico::upstream {
+
+class UpstreamPool;
+
+class Http2ConnectionPool final : public ConnectionPool {
+public:
+  explicit Http2ConnectionPool(UpstreamPool& owner) : owner_(owner) {}
+  ~Http2ConnectionPool() override = default;
+  Http2ConnectionPool(const Http2ConnectionPool&) = delete;
+  Http2ConnectionPool& operator=(const Http2ConnectionPool&) = delete;
+
+  // ConnectionPool. A stream refused by the upstream is retried on any connection with room
+  // (fresh is ignored): the refusal says nothing against the connection.
+  bool reuse(UpstreamStreamListener* listener, bool fresh) override;
+  void open(int fd, UpstreamStreamListener* listener) override;
+  bool close_one_idle() override { return false; } // a connection with no stream costs little
+  void close_all() override;
+  size_t connections() const override { return count_; }
+  size_t idle() const override; // connections carrying no stream
+  size_t in_flight() const override { return streams_; }
+
+  UpstreamPool& owner() const { return owner_; }
+
+  // From Http2UpstreamConnection: a stream opened or ended; the server allowed more streams
+  // (SETTINGS); the connection closed (it is disposed of after this callback).
+  void stream_opened();
+  void stream_done();
+  void room_grew();
+  void closed(Http2UpstreamConnection* c);
+
+private:
+  Http2UpstreamConnection* with_room();
+
+  UpstreamPool& owner_;
+  using List = core::IntrusiveList<Http2UpstreamConnection, &Http2UpstreamConnection::pool_hook>;
+  List conns_;
+  size_t count_ = 0;
+  size_t streams_ = 0; // in flight on all of them
+};
+
+} // namespace portico::upstream
