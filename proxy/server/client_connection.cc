@@ -19,23 +19,13 @@ namespace portico::server {
 namespace {
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::string_view kH2RequestLine = "PRI * HTTP/2.0\r\n";
-constexpr int kReadsPerWakeup = 4;  // bounded work per wakeup; level-triggered io comes back
 constexpr ev_tstamp kSlack = 0.001; // a timer may fire this much early and still count
 } // namespace
 
-void ClientConnection::read_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<ClientConnection*>(w->data)->on_readable();
-}
-void ClientConnection::write_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<ClientConnection*>(w->data)->on_writable();
-}
-void ClientConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<ClientConnection*>(w->data)->on_timer();
-}
-
 ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
                                    const sockaddr_storage& ss, uint16_t listener)
-    : ctx_(ctx), fd_(fd), listener_(listener), idle_timeout_(ctx.limits().keepalive_timeout) {
+    : SocketConnection(ctx.loop(), fd), ctx_(ctx), listener_(listener),
+      idle_timeout_(ctx.limits().keepalive_timeout) {
   if (tls)
     tls_ = std::make_unique<tls::TlsSession>(tls, fd);
   int one = 1;
@@ -50,12 +40,6 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
   if (text != peer_)
     std::strncpy(peer_, text ? text : "unknown", sizeof peer_ - 1);
   peer_len_ = static_cast<uint8_t>(std::strlen(peer_));
-  ev_io_init(&rev_, read_cb, fd_, EV_READ);
-  rev_.data = this;
-  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
-  wev_.data = this;
-  ev_init(&timer_, timer_cb);
-  timer_.data = this;
   timer_.repeat = check_interval();
   ev_timer_again(loop(), &timer_);
   last_activity_ = ev_now(loop());
@@ -68,10 +52,6 @@ ClientConnection::~ClientConnection() {
   session_.reset();
   if (in_)
     core::BlockPool::local().put(in_);
-}
-
-struct ev_loop* ClientConnection::loop() const {
-  return ctx_.loop();
 }
 
 ev_tstamp ClientConnection::check_interval() const {
@@ -154,13 +134,9 @@ void ClientConnection::close_now() {
   if (close_state_ == CloseState::CLOSED)
     return;
   close_state_ = CloseState::CLOSED;
-  ev_io_stop(loop(), &rev_);
-  ev_io_stop(loop(), &wev_);
-  ev_timer_stop(loop(), &timer_);
   if (tls_)
     tls_->shutdown();
-  ::close(fd_);
-  fd_ = -1;
+  close_socket();
   output_.clear();
   if (session_)
     session_->on_close();
@@ -406,10 +382,11 @@ void ClientConnection::flush() {
 void ClientConnection::linger_read() {
   char sink[4096];
   for (int i = 0; i < kReadsPerWakeup; ++i) {
-    ssize_t n = ::read(fd_, sink, sizeof sink);
-    if (n > 0)
+    size_t n = 0;
+    Read r = read_once(sink, sizeof sink, &n);
+    if (r == Read::DATA)
       continue;
-    if (n < 0 && errno == EAGAIN)
+    if (r == Read::WOULD_BLOCK)
       return;
     break;
   }

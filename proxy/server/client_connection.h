@@ -4,7 +4,7 @@
 // iteration. Closing is deferred to the context, never done inside a callback.
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
-#include "core/deferred_queue.h"
+#include "core/socket_connection.h"
 #include "server/server_session.h"
 
 #include <ev.h>
@@ -21,7 +21,7 @@ namespace portico::server {
 class ServerContext;
 struct UpgradeToH2;
 
-class ClientConnection final : public core::Deferred {
+class ClientConnection final : public core::SocketConnection {
 public:
   // tls: the listener's OpenSSL context, or null for cleartext.
   ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer,
@@ -32,7 +32,6 @@ public:
   ClientConnection& operator=(const ClientConnection&) = delete;
 
   ServerContext& context() const { return ctx_; }
-  struct ev_loop* loop() const;
   core::ByteQueue& output() { return output_; }
   bool is_tls() const { return tls_ != nullptr; }
   // Input read and not yet consumed by the session (a pipelined request).
@@ -78,12 +77,9 @@ private:
     CLOSED,      // socket closed; the context destroys the object
   };
 
-  static void read_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void write_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
-  void on_readable();
-  void on_writable();
-  void on_timer();
+  void on_readable() override;
+  void on_writable() override;
+  void on_timer() override;
   ev_tstamp check_interval() const;
   // When the request head, handshake or keep-alive wait now under way must end; 0 for none.
   ev_tstamp request_deadline() const;
@@ -107,14 +103,10 @@ private:
   bool handshake();
 
   ServerContext& ctx_;
-  int fd_;
   char peer_[46] = {}; // INET6_ADDRSTRLEN
   uint8_t peer_len_ = 0;
   uint16_t listener_;
   int8_t protocol_ = -1; // counted in the stats as this protocol; -1 not yet
-  ev_io rev_;
-  ev_io wev_;
-  ev_timer timer_;
   ev_tstamp last_activity_ = 0;
   ev_tstamp first_byte_ = 0;         // before a session exists: when its first byte came
   ev_tstamp send_waiting_since_ = 0; // output waiting, and no byte of it taken since

@@ -10,29 +10,9 @@
 
 namespace portico::upstream {
 
-namespace {
-constexpr int kReadsPerWakeup = 4;
-} // namespace
-
-void Http1UpstreamConnection::read_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http1UpstreamConnection*>(w->data)->on_readable();
-}
-void Http1UpstreamConnection::write_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http1UpstreamConnection*>(w->data)->on_writable();
-}
-void Http1UpstreamConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<Http1UpstreamConnection*>(w->data)->on_timer();
-}
-
 Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd)
-    : pool_(conns.owner()), conns_(conns), fd_(fd),
+    : SocketConnection(conns.owner().loop(), fd), pool_(conns.owner()), conns_(conns),
       parser_(*this, head_, arena_, pool_.cluster().max_response_header_bytes) {
-  ev_io_init(&rev_, read_cb, fd_, EV_READ);
-  rev_.data = this;
-  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
-  wev_.data = this;
-  ev_init(&timer_, timer_cb);
-  timer_.data = this;
   connect_started_ = ev_time();
   // Writability tells that connect(2) finished, one way or the other.
   ev_io_start(pool_.loop(), &wev_);
@@ -41,19 +21,8 @@ Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int
 
 Http1UpstreamConnection::~Http1UpstreamConnection() {
   pool_.deferred().cancel(this);
-  if (state_ != State::CLOSED) {
-    ev_io_stop(pool_.loop(), &rev_);
-    ev_io_stop(pool_.loop(), &wev_);
-    ev_timer_stop(pool_.loop(), &timer_);
-    ::close(fd_);
-  }
   if (in_)
     core::BlockPool::local().put(in_);
-}
-
-void Http1UpstreamConnection::arm_timer(double seconds) {
-  timer_.repeat = seconds;
-  ev_timer_again(pool_.loop(), &timer_);
 }
 
 void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_request) {
@@ -209,18 +178,16 @@ void Http1UpstreamConnection::on_readable() {
       in_ = core::BlockPool::local().get();
     if (in_->readable() == 0)
       in_->begin = in_->end = 0;
-    ssize_t n = 0;
     if (in_->readable() == 0) {
-      n = ::read(fd_, in_->data + in_->end, in_->writable());
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-          return;
-        if (errno == EINTR)
-          continue;
+      size_t n = 0;
+      Read r = read_once(in_->data + in_->end, in_->writable(), &n);
+      if (r == Read::WOULD_BLOCK)
+        return;
+      if (r == Read::FAILED) {
         fail(UpstreamError::RESET);
         return;
       }
-      if (n == 0) {
+      if (r == Read::END) {
         // EOF: completes a close-delimited body, cuts anything else.
         if (parser_.finish() && response_done_) {
           head_.keep_alive = false; // close-delimited: the connection is spent
@@ -342,11 +309,7 @@ void Http1UpstreamConnection::close() {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
-  ev_io_stop(pool_.loop(), &rev_);
-  ev_io_stop(pool_.loop(), &wev_);
-  ev_timer_stop(pool_.loop(), &timer_);
-  ::close(fd_);
-  fd_ = -1;
+  close_socket();
   out_.clear();
   pool_.deferred().cancel(this);
   conns_.on_closed(this);

@@ -4,8 +4,8 @@
 // an upstream's close is noticed before the connection is reused, not after.
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
-#include "core/deferred_queue.h"
 #include "core/intrusive_list.h"
+#include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
 #include "upstream/upstream_stream.h"
@@ -18,7 +18,7 @@ namespace portico::upstream {
 class UpstreamPool;
 class Http1ConnectionPool;
 
-class Http1UpstreamConnection final : public core::Deferred,
+class Http1UpstreamConnection final : public core::SocketConnection,
                                       public UpstreamStream,
                                       private http::Http1ResponseParser::Sink {
 public:
@@ -66,17 +66,13 @@ public:
   double idle_since = 0;
 
 private:
-  static void read_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void write_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
-  void on_readable();
-  void on_writable();
-  void on_timer();
+  void on_readable() override;
+  void on_writable() override;
+  void on_timer() override;
   void on_connected();
   void flush();
   void fail(UpstreamError e);
   void finish_exchange();
-  void arm_timer(double seconds);
   void run_deferred() override;
 
   void on_response_head(http::UpstreamResponseHead& head) override;
@@ -86,10 +82,7 @@ private:
 
   UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
   Http1ConnectionPool& conns_; // where it idles between exchanges
-  int fd_;
   State state_ = State::CONNECTING;
-  ev_io rev_, wev_;
-  ev_timer timer_;
   double last_read_ = 0;
   double last_progress_ = 0; // a request byte came from the client or left for the upstream
   double connect_started_ = 0;

@@ -49,7 +49,7 @@ const nghttp2_session_callbacks* Http2UpstreamConnection::callbacks() {
 }
 
 Http2UpstreamConnection::Http2UpstreamConnection(Http2ConnectionPool& conns, int fd)
-    : pool_(conns.owner()), conns_(conns), fd_(fd) {
+    : SocketConnection(conns.owner().loop(), fd), pool_(conns.owner()), conns_(conns) {
   nghttp2_option* opt;
   PORTICO_NGHTTP2_MUST(nghttp2_option_new(&opt));
   nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -63,12 +63,6 @@ Http2UpstreamConnection::Http2UpstreamConnection(Http2ConnectionPool& conns, int
       nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)));
   PORTICO_NGHTTP2_MUST(
       nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow));
-  ev_io_init(&rev_, read_cb, fd_, EV_READ);
-  rev_.data = this;
-  ev_io_init(&wev_, write_cb, fd_, EV_WRITE);
-  wev_.data = this;
-  ev_init(&timer_, timer_cb);
-  timer_.data = this;
   connect_started_ = ev_time();
   // Writability tells that connect(2) finished, one way or the other.
   ev_io_start(pool_.loop(), &wev_);
@@ -78,12 +72,6 @@ Http2UpstreamConnection::Http2UpstreamConnection(Http2ConnectionPool& conns, int
 
 Http2UpstreamConnection::~Http2UpstreamConnection() {
   pool_.deferred().cancel(this);
-  if (state_ != State::CLOSED) {
-    ev_io_stop(pool_.loop(), &rev_);
-    ev_io_stop(pool_.loop(), &wev_);
-    ::close(fd_);
-  }
-  ev_timer_stop(pool_.loop(), &timer_);
   while (Http2UpstreamStream* st = streams_.pop_front())
     delete st;
   nghttp2_session_del(session_);
@@ -194,20 +182,11 @@ void Http2UpstreamConnection::flush() {
     close(UpstreamError::RESET);
 }
 
-void Http2UpstreamConnection::read_cb(struct ev_loop*, ev_io* w, int) {
-  static_cast<Http2UpstreamConnection*>(w->data)->on_readable();
-}
-
-void Http2UpstreamConnection::write_cb(struct ev_loop*, ev_io* w, int) {
-  auto* c = static_cast<Http2UpstreamConnection*>(w->data);
-  if (c->state_ == State::CONNECTING)
-    c->on_connected();
+void Http2UpstreamConnection::on_writable() {
+  if (state_ == State::CONNECTING)
+    on_connected();
   else
-    c->flush();
-}
-
-void Http2UpstreamConnection::timer_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<Http2UpstreamConnection*>(w->data)->on_timer();
+    flush();
 }
 
 void Http2UpstreamConnection::on_timer() {
@@ -239,28 +218,24 @@ void Http2UpstreamConnection::on_connected() {
 }
 
 void Http2UpstreamConnection::on_readable() {
-  for (int i = 0; i < 4 && (state_ == State::OPEN || state_ == State::DRAINING); ++i) {
+  for (int i = 0; i < kReadsPerWakeup && (state_ == State::OPEN || state_ == State::DRAINING);
+       ++i) {
     if (!in_)
       in_ = core::BlockPool::local().get();
-    ssize_t n = ::read(fd_, in_->data, core::kBlockSize);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        close(UpstreamError::RESET);
+    size_t n = 0;
+    Read r = read_once(in_->data, core::kBlockSize, &n);
+    if (r == Read::WOULD_BLOCK)
       break;
-    }
-    if (n == 0) {
+    if (r != Read::DATA) {
       close(UpstreamError::RESET);
       return;
     }
-    ssize_t used = nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(in_->data),
-                                            static_cast<size_t>(n));
+    ssize_t used = nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(in_->data), n);
     if (used < 0) {
       close(UpstreamError::PROTOCOL_ERROR);
       return;
     }
-    if (static_cast<size_t>(n) < core::kBlockSize)
+    if (n < core::kBlockSize)
       break;
   }
   if (in_) {
@@ -442,11 +417,7 @@ void Http2UpstreamConnection::close(UpstreamError e) {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
-  ev_io_stop(pool_.loop(), &rev_);
-  ev_io_stop(pool_.loop(), &wev_);
-  ev_timer_stop(pool_.loop(), &timer_);
-  ::close(fd_);
-  fd_ = -1;
+  close_socket();
   out_.clear();
   pool_.deferred().cancel(this);
   // Every stream still carrying a request fails. One the connect never carried was not

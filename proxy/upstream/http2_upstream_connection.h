@@ -6,9 +6,9 @@
 // request.
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
-#include "core/deferred_queue.h"
 #include "core/intrusive_list.h"
 #include "core/small_allocator.h"
+#include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
 #include "upstream/http2_upstream_stream.h"
@@ -23,7 +23,7 @@ namespace portico::upstream {
 class UpstreamPool;
 class Http2ConnectionPool;
 
-class Http2UpstreamConnection final : public core::Deferred {
+class Http2UpstreamConnection final : public core::SocketConnection {
 public:
   enum class State { CONNECTING, OPEN, DRAINING, CLOSED };
 
@@ -59,14 +59,12 @@ private:
   static int on_data_chunk_recv(nghttp2_session* s, uint8_t flags, int32_t id, const uint8_t* data,
                                 size_t len, void* user);
   static int on_stream_close(nghttp2_session* s, int32_t id, uint32_t error_code, void* user);
-  static void read_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void write_cb(struct ev_loop* loop, ev_io* w, int revents);
-  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
 
   void run_deferred() override;
-  void on_readable();
+  void on_readable() override;
+  void on_writable() override;
+  void on_timer() override;
   void on_connected();
-  void on_timer();
   void flush();
   void end_response(Http2UpstreamStream& st);
   void stream_gone(Http2UpstreamStream* st);
@@ -74,11 +72,9 @@ private:
 
   UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
   Http2ConnectionPool& conns_; // its siblings to the same endpoint
-  int fd_;
   State state_ = State::CONNECTING;
   nghttp2_session* session_ = nullptr;
-  ev_io rev_, wev_;
-  ev_timer timer_; // connect timeout, then idle retirement
+  // timer_ (SocketConnection): the connect timeout, then idle retirement.
   core::Block* in_ = nullptr;
   core::ByteQueue out_;
   using Streams = core::IntrusiveList<Http2UpstreamStream, &Http2UpstreamStream::hook_>;
