@@ -7,6 +7,8 @@
 #include "server/server_context.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 namespace portico::server {
 
@@ -76,6 +78,59 @@ void Http1Exchange::abort() {
   session_.conn_.close_now();
 }
 
+// ---- Http1ServerSession: its states ----
+
+const char* to_string(Http1ServerSession::State s) {
+  using enum Http1ServerSession::State;
+  switch (s) {
+  case IDLE: return "IDLE";
+  case HEAD: return "HEAD";
+  case REQUEST: return "REQUEST";
+  case RESPONSE: return "RESPONSE";
+  case OUTPUT_FULL: return "OUTPUT_FULL";
+  case UPGRADED: return "UPGRADED";
+  case CLOSING: return "CLOSING";
+  case CLOSED: return "CLOSED";
+  }
+  return "?";
+}
+
+namespace {
+
+// The transitions drawn above the enum in the header.
+[[maybe_unused]] bool legal(Http1ServerSession::State from, Http1ServerSession::State to) {
+  using enum Http1ServerSession::State;
+  if (to == CLOSED)
+    return from != CLOSED;
+  if (to == CLOSING)
+    return from == IDLE || from == HEAD || from == REQUEST || from == RESPONSE ||
+           from == OUTPUT_FULL;
+  switch (from) {
+  case IDLE: return to == HEAD || to == REQUEST || to == OUTPUT_FULL;
+  case HEAD: return to == REQUEST;
+  case REQUEST: return to == RESPONSE || to == IDLE || to == UPGRADED;
+  case RESPONSE: return to == IDLE;
+  case OUTPUT_FULL: return to == IDLE;
+  case UPGRADED:
+  case CLOSING:
+  case CLOSED: return false;
+  }
+  return false;
+}
+
+} // namespace
+
+void Http1ServerSession::set_state(State next) {
+#ifndef NDEBUG
+  if (!legal(state_, next)) {
+    std::fprintf(stderr, "Http1ServerSession: no transition from %s to %s\n", to_string(state_),
+                 to_string(next));
+    std::abort();
+  }
+#endif
+  state_ = next;
+}
+
 // ---- Http1ServerSession ----
 
 Http1ServerSession::Http1ServerSession(ClientConnection& conn)
@@ -85,21 +140,24 @@ Http1ServerSession::Http1ServerSession(ClientConnection& conn)
 Http1ServerSession::~Http1ServerSession() = default;
 
 size_t Http1ServerSession::on_input(const char* data, size_t len) {
-  if (upgraded_)
+  if (state_ == State::UPGRADED)
     return 0;
   size_t used = 0;
   in_input_ = true;
-  while (used < len && !upgraded_ && !conn_.closing()) {
+  while (used < len && state_ != State::UPGRADED && !conn_.closing()) {
     if (parser_.paused()) {
-      if (active_)
+      if (in_exchange())
         break; // the response to the previous request is not finished: this one waits
       // A client that pipelines and does not read would grow the output without bound: the
       // next request waits (and so, once the input block is full, does reading) until the
       // responses queued so far drain.
       if (conn_.output().size() > Exchange::kHighWatermark) {
-        output_full_ = true;
+        if (state_ == State::IDLE)
+          set_state(State::OUTPUT_FULL);
         break;
       }
+      if (state_ == State::OUTPUT_FULL)
+        set_state(State::IDLE);
       parser_.resume();
     }
     used += parser_.feed(data + used, len - used);
@@ -110,18 +168,25 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
     }
   }
   in_input_ = false;
-  if (active_ || parser_.idle())
+  // No callback tells where a request head begins: the parser has begun one if it is no
+  // longer between requests.
+  if (state_ == State::IDLE && !parser_.idle())
+    set_state(State::HEAD);
+  if (state_ != State::HEAD)
     head_started_ = 0;
   else if (head_started_ == 0)
     head_started_ = ev_now(conn_.loop()); // header_timeout runs from here, however it trickles
   // After the client's EOF, input that no exchange is left to take is a truncated request.
-  if (peer_eof_ && !active_ && used == len && !conn_.closing())
+  if (peer_eof_ && !in_exchange() && used == len && !conn_.closing()) {
+    if (state_ != State::UPGRADED) // else the HTTP/2 session's connection closes all the same
+      set_state(State::CLOSING);
     conn_.close_after_flush(false);
+  }
   return used;
 }
 
 void Http1ServerSession::on_request_head(http::RequestHead& head) {
-  active_ = true;
+  set_state(State::REQUEST);
   head_started_ = 0;
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
@@ -148,47 +213,56 @@ void Http1ServerSession::send_continue() {
 
 void Http1ServerSession::on_request_body(std::string_view data) {
   // Once the response is complete the rest of the body is read and dropped.
-  if (active_ && !ex_.response_ended_ && ex_.listener_)
+  if (state_ == State::REQUEST && !ex_.response_ended_ && ex_.listener_)
     ex_.listener_->on_request_body(ex_, data);
 }
 
 void Http1ServerSession::on_request_trailers(std::span<const http::Header> trailers) {
-  if (active_ && !ex_.response_ended_ && ex_.listener_)
+  if (state_ == State::REQUEST && !ex_.response_ended_ && ex_.listener_)
     ex_.listener_->on_request_trailers(ex_, trailers);
 }
 
 void Http1ServerSession::on_request_end() {
-  if (!active_ || upgraded_)
+  // Otherwise the exchange is over already (closed with its connection), or HTTP/2's.
+  if (state_ != State::REQUEST)
     return;
   ex_.request_ended_ = true;
   if (ex_.response_ended_) {
     finish_exchange();
     return;
   }
+  set_state(State::RESPONSE);
   if (ex_.listener_)
     ex_.listener_->on_request_end(ex_);
 }
 
 void Http1ServerSession::finish_exchange() {
-  active_ = false;
-  writable_wanted_ = false;
+  // A handler without a listener, answering in the iteration its connection closed in: the
+  // exchange is gone with the connection.
+  if (state_ == State::CLOSED)
+    return;
+  set_state(State::IDLE);
   if (ex_.listener_) {
     auto* l = ex_.listener_;
     ex_.listener_ = nullptr;
     l->on_exchange_close(ex_);
+    if (state_ == State::CLOSED)
+      return; // the listener closed the connection
   }
   conn_.touch();
   if (!keep_alive_ || draining_ || conn_.context().draining()) {
     // Input may be left unread (a body we did not wait for, a pipelined request a drain will
     // not serve): linger so the client reads the response before the reset.
+    set_state(State::CLOSING);
     conn_.close_after_flush(true);
     return;
   }
   if (in_input_)
     return; // on_input goes on with the next pipelined request
-  if (peer_eof_ && !conn_.input_buffered())
-    conn_.close_after_flush(false); // the client sent its last request
-  else
+  if (peer_eof_ && !conn_.input_buffered()) {
+    set_state(State::CLOSING); // the client sent its last request
+    conn_.close_after_flush(false);
+  } else
     conn_.want_input(); // a pipelined request may be waiting in the buffer
 }
 
@@ -243,18 +317,22 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
 }
 
 void Http1ServerSession::send_error(int status) {
-  if (active_ && ex_.head_sent() && !ex_.response_ended_) {
+  // A listener closed the connection inside this parse: nobody is left to answer.
+  if (state_ == State::CLOSED)
+    return;
+  bool exchange = in_exchange();
+  if (exchange && ex_.head_sent() && !ex_.response_ended_) {
     conn_.close_now(); // mid-response: only a close tells the client
     return;
   }
   // The handler answered in full before the bad part of the body: that answer stands.
-  bool answered = active_ && ex_.response_ended_;
-  if (active_ && ex_.listener_) {
+  bool answered = exchange && ex_.response_ended_;
+  set_state(State::CLOSING);
+  if (exchange && ex_.listener_) {
     auto* l = ex_.listener_;
     ex_.listener_ = nullptr;
     l->on_exchange_close(ex_);
   }
-  active_ = false;
   if (answered) {
     conn_.close_after_flush(true);
     return;
@@ -303,20 +381,21 @@ bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
   conn_.output().append("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
                         "upgrade: h2c\r\n\r\n");
   conn_.want_flush();
-  upgraded_ = true;
-  active_ = false;
+  set_state(State::UPGRADED);
   conn_.upgrade_to_h2(up);
   return true;
 }
 
 void Http1ServerSession::on_eof() {
   peer_eof_ = true;
-  if (!active_) {
+  if (!in_exchange()) {
     // Between requests, or a truncated head: nothing more to answer.
+    set_state(State::CLOSING);
     conn_.close_after_flush(false);
   } else if (!ex_.request_ended_) {
     // The request body can never complete now, so neither can the exchange: a complete
-    // response still goes out, anything else is aborted.
+    // response still goes out (the exchange stays open until the connection closes),
+    // anything else is aborted.
     if (ex_.response_ended_)
       conn_.close_after_flush(false);
     else
@@ -326,37 +405,38 @@ void Http1ServerSession::on_eof() {
 }
 
 void Http1ServerSession::on_timeout() {
-  if (active_)
+  if (in_exchange())
     return; // the handler owns the pace of a running exchange
-  if (parser_.idle())
-    conn_.close_now(); // keep-alive expiry
-  else
+  if (state_ == State::HEAD)
     send_error(408);
+  else
+    conn_.close_now(); // keep-alive expiry
 }
 
 void Http1ServerSession::drain() {
   draining_ = true;
   // Busy: the response in progress says "Connection: close". Idle: a request may be on its
   // way; it gets the same answer if it comes soon, and the connection closes if not.
-  if (!active_ && parser_.idle())
+  if (state_ == State::IDLE || state_ == State::OUTPUT_FULL)
     conn_.expire_idle_within(conn_.context().limits().drain_idle_grace);
 }
 
 void Http1ServerSession::on_close() {
-  if (active_ && ex_.listener_) {
+  bool exchange = in_exchange();
+  set_state(State::CLOSED);
+  if (exchange && ex_.listener_) {
     auto* l = ex_.listener_;
     ex_.listener_ = nullptr;
     l->on_exchange_close(ex_);
   }
-  active_ = false;
 }
 
 void Http1ServerSession::on_output_drained() {
-  if (output_full_) {
-    output_full_ = false;
+  if (state_ == State::OUTPUT_FULL) {
+    set_state(State::IDLE);
     conn_.want_input();
   }
-  if (active_ && ex_.listener_ && ex_.head_sent_ && !ex_.response_ended_)
+  if (in_exchange() && ex_.listener_ && ex_.head_sent_ && !ex_.response_ended_)
     ex_.listener_->on_response_writable(ex_);
 }
 
