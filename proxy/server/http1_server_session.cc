@@ -60,7 +60,10 @@ void Http1Exchange::end_response_with_trailers(std::span<const http::Header> tra
   if (chunked_)
     http::append_last_chunk(session_.conn_.output(), trailers);
   session_.conn_.want_flush();
-  if (request_ended_)
+  // A connection that will not be kept has no use for the rest of a request body: waiting for
+  // it would let a client that never sends it (told its body is refused) hold the connection
+  // for ever. Closing lingers, so the client still reads this response.
+  if (request_ended_ || !session_.keep_alive_)
     session_.finish_exchange();
 }
 
@@ -317,8 +320,10 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
 }
 
 void Http1ServerSession::send_error(int status) {
-  // A listener closed the connection inside this parse: nobody is left to answer.
-  if (state_ == State::CLOSED)
+  // A listener closed the connection inside this parse: nobody is left to answer. Or the
+  // last response is out and the connection closes after it: what the client sent past that
+  // (the rest of a body no one waits for) is dropped, not answered.
+  if (state_ == State::CLOSED || state_ == State::CLOSING)
     return;
   bool exchange = in_exchange();
   if (exchange && ex_.head_sent() && !ex_.response_ended_) {

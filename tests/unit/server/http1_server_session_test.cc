@@ -185,6 +185,34 @@ TEST(Http1ServerSession, ExpectContinueIsNotSentWhenTheHandlerRefusesTheBody) {
   ASSERT_TRUE(h.run_until([&] { return h.context().connection_count() == 0; }));
 }
 
+TEST(Http1ServerSession, ARefusedBodyThatNeverComesDoesNotHoldTheConnection) {
+  // The client is told its body is refused and the connection closes; it sends nothing more
+  // and never closes. The server must not wait for that body: it closes its side at once.
+  ServerHarness h;
+  h.handler.answer = [](Exchange& ex) { ex.respond(413, "text/plain", "too big\n"); };
+  TestClient& c = h.connect();
+  c.send("PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_TRUE(h.run_until([&] { return c.eof(); }));
+  auto rs = parse_responses(c.received(), true);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, 413);
+}
+
+TEST(Http1ServerSession, AnEarlyAnswerToAnUploadClosesWithoutWaitingForTheRest) {
+  // No Expect: the upload has begun; the answer comes first, and the connection will not be
+  // kept (the rest of a large body is not worth reading). A client that stops sending must
+  // not hold it.
+  ServerHarness h;
+  h.handler.answer = [](Exchange& ex) { ex.respond(403, "text/plain", "no\n"); };
+  TestClient& c = h.connect();
+  c.send("PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\npartial");
+  ASSERT_TRUE(h.run_until([&] { return c.eof(); }));
+  auto rs = parse_responses(c.received(), true);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, 403);
+  EXPECT_EQ(rs[0].header("connection"), "close");
+}
+
 TEST(Http1ServerSession, ExpectContinueComesBeforeASuccessThatStreamsTheBodyBack) {
   // An echo: the response head at once, streamed (chunked), its body the request's.
   struct Echo : RecordingListener {
