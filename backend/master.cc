@@ -80,6 +80,9 @@ bool Master::spawn() {
       return false;
     }
   }
+  // The child checks that its parent is still this master, by pid: as PID 1 of a container
+  // the master is pid 1 itself, so "parent is 1" cannot mean "the master is gone".
+  pid_t master_pid = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     log("fork failed: %s", std::strerror(errno));
@@ -103,8 +106,8 @@ bool Master::spawn() {
     sigdelset(&set, SIGQUIT);
     ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1)
-      _exit(0);
+    if (getppid() != master_pid)
+      _exit(0); // the master died before PR_SET_PDEATHSIG took hold
     int code = run_worker(opts_, sockets_, shm_.get(), metrics_ ? &metrics_->slot(slot) : nullptr);
     std::fflush(nullptr);
 #ifdef __SANITIZE_ADDRESS__
