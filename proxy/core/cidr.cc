@@ -49,6 +49,12 @@ bool contains(const Cidr& c, const std::array<uint8_t, 16>& a, bool v6) {
 
 } // namespace
 
+std::string to_string(const Cidr& c) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  ::inet_ntop(c.v6 ? AF_INET6 : AF_INET, c.address.data(), buf, sizeof buf);
+  return std::string(buf) + "/" + std::to_string(c.prefix);
+}
+
 std::optional<Cidr> parse_cidr(std::string_view text) {
   Cidr c;
   auto slash = text.find('/');

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace portico::core {
@@ -17,6 +18,8 @@ struct Cidr {
 
 // "ADDRESS" or "ADDRESS/BITS"; nullopt when it is neither (or the bits are out of range).
 std::optional<Cidr> parse_cidr(std::string_view text);
+// "ADDRESS/BITS", as parse_cidr reads it back.
+std::string to_string(const Cidr& c);
 // ip: a numeric address as peers are logged ("127.0.0.1", "::1"); an IPv4-mapped IPv6
 // address matches IPv4 ranges. Anything else (a unix socket peer) matches nothing.
 bool in_any(std::span<const Cidr> ranges, std::string_view ip);

@@ -1,6 +1,8 @@
 // portico: reverse proxy and HTTP/2 terminator. See README.md for the configuration.
+#include "config/config_dump.h"
 #include "config/config_loader.h"
 #include "core/allocator_tuning.h"
+#include "portico/command_line.h"
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
 
@@ -15,45 +17,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-namespace {
-
-using namespace portico;
-
-constexpr const char* kUsage = R"(usage: portico -c FILE [-t]
-  -c FILE     configuration (TOML)
-  -t          check the configuration and exit: 0 when valid, 1 with every error as FILE:LINE:COL
-  --version   print the version
-Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
-[server] grace_period), INT immediate stop.
-)";
-
-} // namespace
-
 int main(int argc, char** argv) {
+  using namespace portico;
   portico::core::tune_allocator();
-  std::string config_path;
-  bool test_only = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "-c" && i + 1 < argc) {
-      config_path = argv[++i];
-    } else if (a == "-t") {
-      test_only = true;
-    } else if (a == "--version" || a == "-v") {
-      std::printf("portico %s\n", PORTICO_VERSION);
-      return 0;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "portico: unknown argument %s\n%s", argv[i], kUsage);
-      return 2;
-    }
-  }
-  if (config_path.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  int exit_code = 0;
+  auto cl = proxy::parse_command_line(argc, argv, &exit_code);
+  if (!cl)
+    return exit_code;
+  const std::string& config_path = cl->config_path;
   std::vector<std::string> errors;
   auto cfg = config::load_config(config_path, &errors);
   if (!cfg) {
@@ -76,7 +47,11 @@ int main(int argc, char** argv) {
     }
     tls_contexts[i] = std::move(*made);
   }
-  if (test_only) {
+  if (cl->dump_config) {
+    std::fputs(config::dump_config(*cfg).c_str(), stdout);
+    return 0;
+  }
+  if (cl->test_only) {
     std::printf("portico: configuration %s is valid\n", config_path.c_str());
     return 0;
   }

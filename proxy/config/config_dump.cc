@@ -1,0 +1,119 @@
+#include "config/config_dump.h"
+
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace portico::config {
+
+namespace {
+
+toml::array strings(const std::vector<std::string>& v) {
+  toml::array a;
+  for (const auto& s : v)
+    a.push_back(s);
+  return a;
+}
+
+toml::table tls_table(const TlsConfig& t) {
+  toml::table out{{"certificate", t.certificate},
+                  {"private_key", t.private_key},
+                  {"min_version", t.min_version >= 0x0304 ? "1.3" : "1.2"},
+                  {"ciphers", t.ciphers},
+                  {"ciphersuites", t.ciphersuites},
+                  {"ticket_key_rotation", t.ticket_key_rotation}};
+  if (!t.ocsp_staple.empty())
+    out.insert("ocsp_staple", t.ocsp_staple);
+  if (!t.sni.empty()) {
+    toml::array sni;
+    for (const auto& s : t.sni)
+      sni.push_back(toml::table{{"server_names", strings(s.server_names)},
+                                {"certificate", s.certificate},
+                                {"private_key", s.private_key}});
+    out.insert("sni", std::move(sni));
+  }
+  return out;
+}
+
+} // namespace
+
+std::string dump_config(const Config& c) {
+  const ServerConfig& s = c.server;
+  toml::array trusted;
+  for (const auto& cidr : s.trusted_proxies)
+    trusted.push_back(core::to_string(cidr));
+  toml::table root{
+      {"server", toml::table{{"workers", s.workers},
+                             {"grace_period", s.grace_period},
+                             {"keepalive_timeout", s.keepalive_timeout},
+                             {"header_timeout", s.header_timeout},
+                             {"send_timeout", s.send_timeout},
+                             {"max_header_bytes", static_cast<int64_t>(s.max_header_bytes)},
+                             {"max_body_bytes", static_cast<int64_t>(s.max_body_bytes)},
+                             {"via", s.add_via},
+                             {"forwarded", s.add_forwarded},
+                             {"trusted_proxies", std::move(trusted)},
+                             {"request_id_header", s.request_id_header},
+                             {"h2_max_concurrent_streams", s.h2_max_concurrent_streams},
+                             {"max_connections", s.max_connections},
+                             {"max_buffer_memory", s.max_buffer_memory},
+                             {"max_buffered_response_bytes", s.max_buffered_response_bytes}}},
+      {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
+
+  toml::table metrics{{"enabled", c.metrics.enabled}};
+  if (!c.metrics.buckets.empty()) {
+    toml::array b;
+    for (double x : c.metrics.buckets)
+      b.push_back(x);
+    metrics.insert("buckets", std::move(b));
+  } else {
+    metrics.insert("bucket_min", c.metrics.bucket_min);
+    metrics.insert("bucket_max", c.metrics.bucket_max);
+    metrics.insert("buckets_per_decade", c.metrics.buckets_per_decade);
+  }
+  root.insert("metrics", std::move(metrics));
+
+  toml::array listeners;
+  for (const auto& l : c.listeners) {
+    toml::table t{{"address", l.address.text},
+                  {"access_log", l.access_log},
+                  {"access_log_format", l.access_log_format},
+                  {"max_connections", l.max_connections}};
+    if (l.tls_enabled)
+      t.insert("tls", tls_table(l.tls));
+    listeners.push_back(std::move(t));
+  }
+  root.insert("listener", std::move(listeners));
+
+  toml::array clusters;
+  for (const auto& k : c.clusters)
+    clusters.push_back(toml::table{
+        {"name", k.name},
+        {"endpoints", strings(k.endpoints)},
+        {"protocol", k.protocol},
+        {"h2_connections", k.h2_connections},
+        {"max_connections", k.max_connections},
+        {"queue_timeout", k.queue_timeout},
+        {"connect_timeout", k.connect_timeout},
+        {"send_timeout", k.send_timeout},
+        {"response_timeout", k.response_timeout},
+        {"idle_timeout", k.idle_timeout},
+        {"max_idle_per_endpoint", k.max_idle_per_endpoint},
+        {"retry_on_reset", k.retry_on_reset},
+        {"retry_non_idempotent", k.retry_non_idempotent},
+        {"max_response_header_bytes", static_cast<int64_t>(k.max_response_header_bytes)},
+        {"fail_timeout", k.fail_timeout}});
+  root.insert("cluster", std::move(clusters));
+
+  toml::array routes;
+  for (const auto& r : c.routes)
+    routes.push_back(
+        toml::table{{"host", r.host}, {"path_prefix", r.path_prefix}, {"cluster", r.cluster}});
+  root.insert("route", std::move(routes));
+
+  std::ostringstream out;
+  out << "# effective configuration of " << c.path << " (portico -T): defaults filled in\n"
+      << toml::toml_formatter(root) << "\n";
+  return out.str();
+}
+
+} // namespace portico::config

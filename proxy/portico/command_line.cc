@@ -1,0 +1,85 @@
+#include "portico/command_line.h"
+
+#include "core/build_info.h"
+
+#include <ares.h>
+#include <cstdio>
+#include <getopt.h>
+#include <toml++/toml.h>
+
+#ifndef PROMETHEUS_CPP_VERSION
+#define PROMETHEUS_CPP_VERSION "unknown"
+#endif
+
+namespace portico::proxy {
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: portico -c FILE [-t | -T]
+  -c, --config FILE   configuration (TOML)
+  -t, --test          check the configuration and exit: 0 when valid, 1 with every error as
+                      FILE:LINE:COL
+  -T, --dump-config   check it and print it, every default filled in, as TOML
+  -v, --version       print the version
+  -V, --build-info    print the version, build type, compiler and every library's version
+  -h, --help          this text
+Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
+[server] grace_period), INT immediate stop.
+)";
+
+void print_build_info() {
+  auto libs = core::core_components();
+  libs.push_back({"c-ares", ares_version(nullptr)});
+  libs.push_back({"toml++", std::to_string(TOML_LIB_MAJOR) + "." + std::to_string(TOML_LIB_MINOR) +
+                                "." + std::to_string(TOML_LIB_PATCH)});
+  libs.push_back({"prometheus-cpp", PROMETHEUS_CPP_VERSION " (as built)"});
+  core::print_build_info(stdout, "portico", libs);
+}
+
+} // namespace
+
+std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_code) {
+  static const option kLong[] = {{"config", required_argument, nullptr, 'c'},
+                                 {"test", no_argument, nullptr, 't'},
+                                 {"dump-config", no_argument, nullptr, 'T'},
+                                 {"version", no_argument, nullptr, 'v'},
+                                 {"build-info", no_argument, nullptr, 'V'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  CommandLine cl;
+  *exit_code = 2;
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, "c:tTvVh", kLong, nullptr)) != -1;) {
+    switch (c) {
+    case 'c': cl.config_path = optarg; break;
+    case 't': cl.test_only = true; break;
+    case 'T': cl.dump_config = true; break;
+    case 'v':
+      std::printf("portico %s\n", PORTICO_VERSION);
+      *exit_code = 0;
+      return std::nullopt;
+    case 'V':
+      print_build_info();
+      *exit_code = 0;
+      return std::nullopt;
+    case 'h':
+      std::fputs(kUsage, stdout);
+      *exit_code = 0;
+      return std::nullopt;
+    default: // getopt_long has said what was wrong
+      std::fputs(kUsage, stderr);
+      return std::nullopt;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "portico: unexpected argument '%s'\n%s", argv[optind], kUsage);
+    return std::nullopt;
+  }
+  if (cl.config_path.empty()) {
+    std::fprintf(stderr, "portico: -c FILE is required\n%s", kUsage);
+    return std::nullopt;
+  }
+  return cl;
+}
+
+} // namespace portico::proxy
