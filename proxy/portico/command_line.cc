@@ -24,7 +24,7 @@ constexpr const char* kUsage = R"(usage: portico -c FILE [-t | -T]
   -V, --build-info    print the version, build type, compiler and every library's version
   -h, --help          this text
 Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
-[server] grace_period), INT immediate stop.
+[server] grace_period), INT immediate stop, USR1 reopen the access logs (logrotate).
 )";
 
 void print_build_info() {

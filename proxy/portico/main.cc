@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   // reach the supervisor's loop only.
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP})
+  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2})
     sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 

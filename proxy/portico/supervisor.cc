@@ -2,20 +2,25 @@
 
 #include "metrics/histogram.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace portico::proxy {
 
 namespace {
-constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP};
+constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
 }
 
 Supervisor::Supervisor(const config::Config& cfg,
                        std::vector<std::vector<ProxyWorker::Listen>> listens, int admin_fd,
                        const std::vector<int>& access_log_fds,
                        const std::vector<tls::TlsContext*>& tls)
-    : cfg_(cfg), bounds_(cfg.metrics.enabled ? cfg.metrics.buckets : std::vector<double>{}) {
+    : cfg_(cfg), access_log_fds_(access_log_fds),
+      bounds_(cfg.metrics.enabled ? cfg.metrics.buckets : std::vector<double>{}) {
   // signalfd: the signals stay blocked in every thread and arrive here as file events.
   loop_ = ev_default_loop(EVFLAG_SIGNALFD);
   ev_async_init(&done_, done_cb);
@@ -93,7 +98,38 @@ void Supervisor::grace_cb(struct ev_loop*, ev_timer* w, int) {
     worker->stop();
 }
 
+void Supervisor::reopen_logs() {
+  // logrotate renamed the files and sent USR1: open each path anew and put the new file under
+  // the descriptor number the workers write to. dup2 swaps it in one step, so no line is lost
+  // or split and no worker is told anything; until then, lines go to the renamed file.
+  int reopened = 0;
+  for (size_t i = 0; i < access_log_fds_.size() && i < cfg_.listeners.size(); ++i) {
+    if (access_log_fds_[i] < 0)
+      continue;
+    const std::string& path = cfg_.listeners[i].access_log;
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::dup3(fd, access_log_fds_[i], O_CLOEXEC) < 0) {
+      std::fprintf(stderr, "portico: reopening access log %s: %s; still writing to the old file\n",
+                   path.c_str(), std::strerror(errno));
+      if (fd >= 0)
+        ::close(fd);
+      continue;
+    }
+    ::close(fd);
+    ++reopened;
+  }
+  std::fprintf(stderr, "portico: reopened %d access log(s)\n", reopened);
+}
+
 void Supervisor::on_signal(int sig) {
+  if (sig == SIGUSR1) {
+    reopen_logs();
+    return;
+  }
+  if (sig == SIGUSR2) {
+    std::fprintf(stderr, "portico: binary upgrade is not supported yet; ignoring USR2\n");
+    return;
+  }
   if (sig == SIGHUP) {
     std::fprintf(stderr, "portico: configuration reload is not supported yet; ignoring HUP\n");
     return;

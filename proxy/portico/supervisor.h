@@ -1,7 +1,8 @@
 #pragma once
 // The main thread of portico once the configuration is loaded and the sockets are bound: it
 // starts the worker threads, serves the admin endpoint on its own libev loop, and handles the
-// signals (TERM/QUIT drain, INT stops, HUP is refused for now).
+// signals (TERM/QUIT drain, INT stops, USR1 reopens the access logs; HUP and USR2 are refused
+// for now).
 #include "config/config.h"
 #include "portico/admin_handler.h"
 #include "portico/proxy_worker.h"
@@ -36,15 +37,17 @@ private:
   static void rotate_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_signal(int sig);
   void on_worker_done();
+  void reopen_logs();
 
   const config::Config& cfg_;
+  std::vector<int> access_log_fds_; // per listener, -1: none; owned by main
   struct ev_loop* loop_;
   std::vector<double> bounds_;
   std::vector<std::unique_ptr<ProxyWorker>> workers_;
   std::unique_ptr<AdminHandler> admin_;
   std::unique_ptr<server::ServerContext> admin_ctx_;
   std::unique_ptr<server::Acceptor> admin_acceptor_;
-  ev_signal signals_[4];
+  ev_signal signals_[6];
   ev_async done_;
   ev_timer grace_;
   struct Rotation {
