@@ -11,16 +11,36 @@ PACKAGES="
   libnghttp2-dev libev-dev libssl-dev libc-ares-dev prometheus-cpp-dev libtomlplusplus-dev
   libmemcached-dev node-llhttp libgtest-dev libgmock-dev
   nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman
-  libserver-starter-perl prometheus python3 python3-h2 openssl procps valgrind
+  libserver-starter-perl prometheus python3 python3-h2 python3-yaml openssl procps valgrind
+  util-linux
 "
 
 missing=
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
+# nginx, h2o, haproxy, memcached and prometheus are test and bench peers, started by the tests
+# themselves on ports they pick: they must not run as services of this machine (holding port 80,
+# 11211, 9090 and memory for nothing). While installing, a policy-rc.d forbids every service
+# start (Debian's invoke-rc.d asks it); one put there by someone else is left alone.
+SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter"
+POLICY=/usr/sbin/policy-rc.d
 if [ -n "$missing" ]; then
   $SUDO apt-get update -q
-  # Services from these packages (nginx, memcached, h2o, haproxy, prometheus) are started by the
-  # tests and benches themselves on ports they pick; the distro's own units are not needed.
+  if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\n# portico deploy/install-deps.sh: no service starts while installing\nexit 101\n' |
+      $SUDO tee "$POLICY" >/dev/null
+    $SUDO chmod 755 "$POLICY"
+    trap '$SUDO rm -f "$POLICY"' EXIT
+  fi
   $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
+# Installed before, by an older version of this script or by hand: stopped and disabled.
+for s in $SERVICES; do
+  if [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now "$s.service" >/dev/null 2>&1 || true
+  elif [ -x "/etc/init.d/$s" ]; then
+    $SUDO "/etc/init.d/$s" stop >/dev/null 2>&1 || true
+    $SUDO update-rc.d "$s" disable >/dev/null 2>&1 || true
+  fi
+done
