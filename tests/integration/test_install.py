@@ -1,0 +1,43 @@
+"""cmake --install puts everything in its place under the prefix it is given: both binaries
+(which run), their --help as text, the example configurations, the Prometheus files, and the
+systemd units naming the installed binaries and configuration path."""
+import os
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+
+class Install(unittest.TestCase):
+    def test_install_under_a_prefix(self):
+        prefix = tempfile.mkdtemp(prefix="portico-install-")
+        r = subprocess.run(["cmake", "--install", harness.BUILD_DIR, "--prefix", prefix],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for binary in ("portico", "portico-backend"):
+            path = os.path.join(prefix, "bin", binary)
+            v = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+            self.assertEqual(v.returncode, 0)
+            self.assertTrue(v.stdout.startswith(binary + " "))
+            with open(os.path.join(prefix, "share", "doc", "portico", binary + ".txt")) as f:
+                self.assertIn("usage:", f.read())
+            with open(os.path.join(prefix, "lib", "systemd", "system",
+                                   binary + ".service")) as f:
+                unit = f.read()
+            self.assertNotIn("@", unit.replace("$MAINPID", ""))
+            self.assertIn(f"ExecStart={path} ", unit)
+        with open(os.path.join(prefix, "lib", "systemd", "system", "portico.service")) as f:
+            self.assertIn(f"-c {prefix}/etc/portico/portico.toml", f.read())
+        for f in ("etc/portico/examples/sidecar.toml", "etc/portico/examples/edge.toml",
+                  "share/portico/prometheus/scrape.yml", "share/doc/portico/README.md"):
+            self.assertTrue(os.path.isfile(os.path.join(prefix, f)), f)
+        # The example configuration is valid as installed.
+        sidecar = os.path.join(prefix, "etc/portico/examples/sidecar.toml")
+        t = subprocess.run([os.path.join(prefix, "bin", "portico"), "-t", "-c", sidecar],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(t.returncode, 0, t.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
