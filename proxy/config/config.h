@@ -2,6 +2,7 @@
 // Portico's configuration, validated and immutable once loaded (config_loader.h makes it from
 // TOML). Every field has the default a user of nginx or nghttpx would expect.
 #include "core/cidr.h"
+#include "core/error_log.h"
 #include "core/listen_address.h"
 
 #include <string>
@@ -103,6 +104,12 @@ struct ServerConfig {
   double max_buffered_response_bytes = 4 << 20; // per connection or stream, then it is aborted
 };
 
+// The error log; access logs are per listener.
+struct LogConfig {
+  core::log::Level level = core::log::Level::INFO;
+  std::string file; // "" = stderr
+};
+
 struct Config {
   std::string path;
   // Not errors, but worth saying (a private key every user can read): FILE:LINE:COL: warning.
@@ -111,6 +118,7 @@ struct Config {
   std::vector<ListenerConfig> listeners;
   AdminConfig admin;
   MetricsConfig metrics;
+  LogConfig log;
   std::vector<ClusterConfig> clusters;
   std::vector<RouteConfig> routes;
 };

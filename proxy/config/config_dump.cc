@@ -71,6 +71,8 @@ std::string dump_config(const Config& c) {
     metrics.insert("buckets_per_decade", c.metrics.buckets_per_decade);
   }
   root.insert("metrics", std::move(metrics));
+  root.insert("log",
+              toml::table{{"level", core::log::to_string(c.log.level)}, {"file", c.log.file}});
 
   toml::array listeners;
   for (const auto& l : c.listeners) {

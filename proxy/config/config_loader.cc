@@ -476,8 +476,17 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   Reader r(path, errors);
   Config c;
   c.path = path;
-  r.only_keys(root, {"server", "listener", "admin", "metrics", "cluster", "route"},
+  r.only_keys(root, {"server", "listener", "admin", "metrics", "cluster", "route", "log"},
               "the top level");
+  if (const toml::table* l = r.get_table(root, "log", "top level")) {
+    r.only_keys(*l, {"level", "file"}, "[log]");
+    std::string level;
+    if (r.get_string(*l, "level", level, "[log]") &&
+        !core::log::parse_level(level.c_str(), &c.log.level))
+      r.error(l->get("level")->source(),
+              "[log]: level is \"debug\", \"info\", \"warn\" or \"error\"");
+    r.get_string(*l, "file", c.log.file, "[log]");
+  }
   if (const toml::table* s = r.get_table(root, "server", "top level"))
     read_server(r, *s, c.server);
   for (const toml::table* t : r.get_tables(root, "listener"))

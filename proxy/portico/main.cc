@@ -2,6 +2,7 @@
 #include "config/config_dump.h"
 #include "config/config_loader.h"
 #include "core/allocator_tuning.h"
+#include "core/error_log.h"
 #include "portico/command_line.h"
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
@@ -10,12 +11,32 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <set>
 #include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
+
+namespace {
+
+// [log] file, or stderr; under systemd (JOURNAL_STREAM) lines carry sd-daemon priorities.
+bool open_error_log(const portico::config::Config& cfg) {
+  int fd = 2;
+  if (!cfg.log.file.empty()) {
+    fd = ::open(cfg.log.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::fprintf(stderr, "portico: error log %s: %s\n", cfg.log.file.c_str(),
+                   std::strerror(errno));
+      return false;
+    }
+  }
+  portico::core::log::configure(cfg.log.level, fd, std::getenv("JOURNAL_STREAM") != nullptr);
+  return true;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   using namespace portico;
@@ -34,6 +55,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : cfg->warnings)
     std::fprintf(stderr, "%s\n", w.c_str());
+  if (!cl->test_only && !cl->dump_config && !open_error_log(*cfg))
+    return 1;
   // TLS contexts are made before anything starts, so a bad certificate fails -t as well.
   std::vector<std::unique_ptr<tls::TlsContext>> tls_contexts(cfg->listeners.size());
   for (size_t i = 0; i < cfg->listeners.size(); ++i) {
@@ -102,7 +125,8 @@ int main(int argc, char** argv) {
     }
     if (!tcp)
       unix_paths.push_back(l.address.path);
-    std::fprintf(stderr, "portico: listening on %s\n", l.address.text.c_str());
+    core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s",
+                     l.address.text.c_str());
   }
 
   // Access logs are opened here, once, and shared by the workers (O_APPEND, whole lines).
@@ -128,7 +152,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     admin_fd = *opened;
-    std::fprintf(stderr, "portico: admin on %s\n", cfg->admin.address.text.c_str());
+    core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "admin on %s",
+                     cfg->admin.address.text.c_str());
   }
 
   // Blocked before any thread starts, so that every thread inherits the mask and the signals

@@ -1,6 +1,7 @@
 #include "portico/proxy_worker.h"
 
 #include "core/block_pool.h"
+#include "core/error_log.h"
 
 #include <unistd.h>
 
@@ -35,7 +36,8 @@ ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
                          std::vector<Listen> listens, const std::vector<double>* bounds,
                          const std::vector<int>& access_log_fds, struct ev_loop* main_loop,
                          ev_async* done)
-    : listens_(std::move(listens)), main_loop_(main_loop), done_(done) {
+    : listens_(std::move(listens)), main_loop_(main_loop), done_(done),
+      name_("worker " + std::to_string(index)) {
   loop_ = ev_loop_new(EVFLAG_AUTO);
   metrics_ = std::make_unique<metrics::WorkerMetrics>(cfg, bounds);
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
@@ -81,6 +83,7 @@ void ProxyWorker::start() {
 }
 
 void ProxyWorker::run() {
+  core::log::set_thread_name(name_.c_str());
   core::BlockPool::local().publish_to(&ctx_->stats().buffer_blocks);
   ev_run(loop_, 0);
   core::BlockPool::local().publish_to(nullptr);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <ev.h>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,6 +68,7 @@ private:
   bool draining_ = false;
   struct ev_loop* main_loop_;
   ev_async* done_;
+  std::string name_; // "worker N" in the error log
   std::thread thread_;
 };
 

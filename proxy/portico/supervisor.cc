@@ -1,5 +1,6 @@
 #include "portico/supervisor.h"
 
+#include "core/error_log.h"
 #include "metrics/histogram.h"
 
 #include <cerrno>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 namespace portico::proxy {
+
+namespace log = core::log;
 
 namespace {
 constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
@@ -77,11 +80,11 @@ int Supervisor::run() {
     w->start();
   if (admin_acceptor_)
     admin_acceptor_->start();
-  std::fprintf(stderr, "portico: started %zu workers\n", workers_.size());
+  log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers", workers_.size());
   ev_run(loop_, 0);
   for (auto& w : workers_)
     w->join();
-  std::fprintf(stderr, "portico: stopped\n");
+  log::write(log::Level::INFO, log::Kind::GENERAL, "stopped");
   return 0;
 }
 
@@ -93,9 +96,21 @@ void Supervisor::done_cb(struct ev_loop*, ev_async* w, int) {
 }
 void Supervisor::grace_cb(struct ev_loop*, ev_timer* w, int) {
   auto* self = static_cast<Supervisor*>(w->data);
-  std::fprintf(stderr, "portico: grace period over; closing what is left\n");
+  log::write(log::Level::WARN, log::Kind::GENERAL, "grace period over; closing what is left");
   for (auto& worker : self->workers_)
     worker->stop();
+}
+
+void Supervisor::reopen_error_log() {
+  if (cfg_.log.file.empty())
+    return; // stderr: whoever holds it rotates it
+  int fd = ::open(cfg_.log.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || ::dup3(fd, log::fd(), O_CLOEXEC) < 0)
+    log::write(log::Level::ERROR, log::Kind::GENERAL,
+               "reopening error log %s: %s; still writing to the old file", cfg_.log.file.c_str(),
+               std::strerror(errno));
+  if (fd >= 0)
+    ::close(fd);
 }
 
 void Supervisor::reopen_logs() {
@@ -109,8 +124,9 @@ void Supervisor::reopen_logs() {
     const std::string& path = cfg_.listeners[i].access_log;
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || ::dup3(fd, access_log_fds_[i], O_CLOEXEC) < 0) {
-      std::fprintf(stderr, "portico: reopening access log %s: %s; still writing to the old file\n",
-                   path.c_str(), std::strerror(errno));
+      log::write(log::Level::ERROR, log::Kind::GENERAL,
+                 "reopening access log %s: %s; still writing to the old file", path.c_str(),
+                 std::strerror(errno));
       if (fd >= 0)
         ::close(fd);
       continue;
@@ -118,7 +134,8 @@ void Supervisor::reopen_logs() {
     ::close(fd);
     ++reopened;
   }
-  std::fprintf(stderr, "portico: reopened %d access log(s)\n", reopened);
+  reopen_error_log();
+  log::write(log::Level::INFO, log::Kind::GENERAL, "reopened %d access log(s)", reopened);
 }
 
 void Supervisor::on_signal(int sig) {
@@ -127,22 +144,24 @@ void Supervisor::on_signal(int sig) {
     return;
   }
   if (sig == SIGUSR2) {
-    std::fprintf(stderr, "portico: binary upgrade is not supported yet; ignoring USR2\n");
+    log::write(log::Level::WARN, log::Kind::GENERAL,
+               "binary upgrade is not supported yet; ignoring USR2");
     return;
   }
   if (sig == SIGHUP) {
-    std::fprintf(stderr, "portico: configuration reload is not supported yet; ignoring HUP\n");
+    log::write(log::Level::WARN, log::Kind::GENERAL,
+               "configuration reload is not supported yet; ignoring HUP");
     return;
   }
   if (sig == SIGINT) {
-    std::fprintf(stderr, "portico: immediate stop\n");
+    log::write(log::Level::INFO, log::Kind::GENERAL, "immediate stop");
     for (auto& w : workers_)
       w->stop();
     return;
   }
   if (draining_)
     return;
-  std::fprintf(stderr, "portico: graceful stop\n");
+  log::write(log::Level::INFO, log::Kind::GENERAL, "graceful stop");
   draining_ = true;
   if (admin_)
     admin_->set_draining(); // /readyz fails from now on

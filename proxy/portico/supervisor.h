@@ -38,6 +38,7 @@ private:
   void on_signal(int sig);
   void on_worker_done();
   void reopen_logs();
+  void reopen_error_log();
 
   const config::Config& cfg_;
   std::vector<int> access_log_fds_; // per listener, -1: none; owned by main

@@ -1,5 +1,6 @@
 #include "server/acceptor.h"
 
+#include "core/error_log.h"
 #include "server/server_context.h"
 
 #include <algorithm>
@@ -16,7 +17,6 @@ namespace {
 constexpr int kAcceptsPerWakeup = 64;
 constexpr ev_tstamp kFirstBackoff = 0.05;
 constexpr ev_tstamp kMaxBackoff = 1.0;
-constexpr ev_tstamp kReportInterval = 1.0; // at most one log line per acceptor this often
 constexpr ev_tstamp kMemoryRecheck = 0.1;
 
 bool out_of_resources(int err) {
@@ -100,11 +100,18 @@ void Acceptor::on_ready() {
       at_limit_ = true;
       ev_io_stop(ctx_.loop(), &io_);
       ctx_.stats().count(why);
+      core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
+                       "listener %u: max_connections reached; new connections wait in the "
+                       "listen backlog",
+                       static_cast<unsigned>(listener_));
       return;
     case ClientRejection::MEMORY:
       // Buffers drain without a connection closing: look again shortly.
       pause_for(kMemoryRecheck);
       ctx_.stats().count(why);
+      core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
+                       "listener %u: max_buffer_memory reached; accepting paused",
+                       static_cast<unsigned>(listener_));
       return;
     default: break;
     }
@@ -137,17 +144,9 @@ void Acceptor::back_off(int err) {
   ctx_.stats().count(ClientRejection::OUT_OF_RESOURCES);
   delay_ = delay_ == 0 ? kFirstBackoff : std::min(delay_ * 2, kMaxBackoff);
   pause_for(delay_);
-  ++unreported_;
-  ev_tstamp now = ev_now(ctx_.loop());
-  if (now - last_report_ >= kReportInterval) {
-    std::fprintf(stderr,
-                 "portico: accept on listener %u: %s; accepting again in %.2f s (%llu times "
-                 "since the last report)\n",
-                 static_cast<unsigned>(listener_), std::strerror(err), delay_,
-                 static_cast<unsigned long long>(unreported_));
-    last_report_ = now;
-    unreported_ = 0;
-  }
+  core::log::write(core::log::Level::ERROR, core::log::Kind::LIMIT,
+                   "accept on listener %u: %s; accepting again in %.2f s",
+                   static_cast<unsigned>(listener_), std::strerror(err), delay_);
 }
 
 } // namespace portico::server

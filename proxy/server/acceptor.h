@@ -47,8 +47,6 @@ private:
   ev_io io_;
   ev_timer backoff_;
   ev_tstamp delay_ = 0; // the current backoff, 0 while accepts succeed
-  ev_tstamp last_report_ = 0;
-  uint64_t unreported_ = 0; // failures since the last line in the log
   bool started_ = false;
   bool at_limit_ = false;
 };

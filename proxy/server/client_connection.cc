@@ -1,5 +1,6 @@
 #include "server/client_connection.h"
 
+#include "core/error_log.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
@@ -196,6 +197,10 @@ bool ClientConnection::handshake() {
   case tls::TlsSession::Io::CLOSED:
   case tls::TlsSession::Io::ERROR:
     ctx_.stats().tls_handshake_failures.inc();
+    core::log::write(core::log::Level::WARN, core::log::Kind::TLS_HANDSHAKE,
+                     "TLS handshake with %.*s on listener %u failed: %s",
+                     static_cast<int>(peer_len_), peer_, static_cast<unsigned>(listener_),
+                     tls_->last_error() ? tls_->last_error() : "the client closed the connection");
     close_now();
     return false;
   }

@@ -1,5 +1,6 @@
 #include "server/http1_server_session.h"
 
+#include "core/error_log.h"
 #include "core/http_date.h"
 #include "http/http1_writer.h"
 #include "server/client_connection.h"
@@ -38,6 +39,9 @@ void Http1Exchange::send_body(std::string_view data) {
   if (out.size() + data.size() > ctx.limits().max_buffered_response_bytes) {
     // A producer that ignored the watermarks: the response is cut, not grown without bound.
     ctx.stats().buffer_limit_aborts.inc();
+    core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
+                     "a response above max_buffered_response_bytes (%zu) was cut",
+                     ctx.limits().max_buffered_response_bytes);
     session_.conn_.close_soon();
     return;
   }

@@ -1,5 +1,6 @@
 #include "server/http2_exchange.h"
 
+#include "core/error_log.h"
 #include "server/client_connection.h"
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
@@ -73,6 +74,9 @@ void Http2Exchange::send_body(std::string_view data) {
     // A producer that ignored the watermarks: this stream goes (the reset closes it later, in
     // the session's own time), the connection and its other streams stay.
     ctx.stats().buffer_limit_aborts.inc();
+    core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
+                     "a response above max_buffered_response_bytes (%zu) was cut",
+                     ctx.limits().max_buffered_response_bytes);
     has_provider_ = false; // nothing more is taken
     session_->reset_stream(*this, NGHTTP2_INTERNAL_ERROR);
     return;

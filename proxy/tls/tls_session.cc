@@ -27,7 +27,12 @@ TlsSession::Io TlsSession::status(int rc) {
       return Io::CLOSED;
     }
     return Io::ERROR;
-  default: ERR_clear_error(); return Io::ERROR;
+  default:
+    // Kept for the error log: the reason is gone once the queue is cleared.
+    if (unsigned long e = ERR_peek_last_error())
+      last_error_ = ERR_reason_error_string(e);
+    ERR_clear_error();
+    return Io::ERROR;
   }
 }
 

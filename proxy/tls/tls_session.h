@@ -37,6 +37,8 @@ public:
   bool pending() const { return SSL_pending(ssl_) > 0; }
   void shutdown();
   bool resumed() const { return SSL_session_reused(ssl_) != 0; }
+  // OpenSSL's reason for the last ERROR ("wrong version number"), or null.
+  const char* last_error() const { return last_error_; }
 
 private:
   Io status(int rc);
@@ -44,6 +46,7 @@ private:
   SSL* ssl_;
   bool established_ = false;
   bool closed_ = false;
+  const char* last_error_ = nullptr; // a static string of OpenSSL's
 };
 
 } // namespace portico::tls

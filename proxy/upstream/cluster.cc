@@ -1,5 +1,6 @@
 #include "upstream/cluster.h"
 
+#include "core/error_log.h"
 #include "upstream/dns_resolver.h"
 
 #include <algorithm>
@@ -58,6 +59,11 @@ void Cluster::resolve(size_t index) {
 void Cluster::on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl) {
   double again = kRetryAfterFailure;
   if (addresses.empty()) {
+    const EndpointSpec& e = pools_[index]->endpoint();
+    core::log::write(core::log::Level::WARN, core::log::Kind::DNS,
+                     "cluster %s: %s did not resolve%s; asking again in %g s", cfg_.name.c_str(),
+                     e.host.c_str(),
+                     pools_[index]->has_address() ? " (the last address is kept)" : "", again);
     pools_[index]->address_failed();
   } else {
     // One address per endpoint: the first answer, as the resolver orders them.

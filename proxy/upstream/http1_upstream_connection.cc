@@ -294,7 +294,7 @@ void Http1UpstreamConnection::fail(UpstreamError e) {
                           ? Delivery::ANSWERED
                           : Delivery::UNANSWERED;
   if (connect_failed)
-    pool_.note_connect_failed();
+    pool_.note_connect_failed(e);
   // Lost the keep-alive race: the upstream closed a connection idle this long just as it was
   // reused. The pool learns from it as from a close seen while idle.
   if (delivery == Delivery::UNANSWERED && reused_after_idle_ > 0)

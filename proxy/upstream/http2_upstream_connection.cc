@@ -191,7 +191,7 @@ void Http2UpstreamConnection::on_writable() {
 
 void Http2UpstreamConnection::on_timer() {
   if (state_ == State::CONNECTING) {
-    pool_.note_connect_failed();
+    pool_.note_connect_failed(UpstreamError::CONNECT_TIMEOUT);
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
     close(UpstreamError::CONNECT_TIMEOUT);
   } else if (streams_.empty()) {
@@ -201,7 +201,7 @@ void Http2UpstreamConnection::on_timer() {
 
 void Http2UpstreamConnection::on_connected() {
   if (!connect_succeeded(fd_)) {
-    pool_.note_connect_failed();
+    pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED);
     pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
     close(UpstreamError::CONNECT_REFUSED);
     return;

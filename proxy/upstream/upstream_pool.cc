@@ -3,9 +3,14 @@
 #include "upstream/http1_connection_pool.h"
 #include "upstream/http2_connection_pool.h"
 
+#include "core/error_log.h"
+
 #include <cerrno>
+#include <cstring>
 
 namespace portico::upstream {
+
+namespace log = core::log;
 
 UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
                            const config::ClusterConfig& cluster, int max_connections,
@@ -57,7 +62,9 @@ void UpstreamPool::refuse(UpstreamStreamListener* listener) {
     listener->on_upstream_error(UpstreamError::LOCAL_RESOURCES, Delivery::NOT_DELIVERED);
     return;
   }
-  note_connect_failed();
+  log::write(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, "cluster %s: connect to %s: %s",
+             cluster_.name.c_str(), spec_.text.c_str(), std::strerror(errno));
+  note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
   metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
   listener->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
 }
@@ -147,7 +154,14 @@ void UpstreamPool::serve_waiters() {
   }
 }
 
-void UpstreamPool::note_connect_failed() {
+void UpstreamPool::note_connect_failed(UpstreamError e, bool say) {
+  if (say)
+    log::write(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, "cluster %s: connect to %s: %s",
+               cluster_.name.c_str(), spec_.text.c_str(), to_string(e));
+  if (connect_failures_ == 0)
+    log::write(log::Level::WARN, log::Kind::ENDPOINT_DOWN,
+               "cluster %s: endpoint %s is down, passed over for %g s", cluster_.name.c_str(),
+               spec_.text.c_str(), cluster_.fail_timeout);
   ++connect_failures_;
   down_until_ = ev_now(loop_) + cluster_.fail_timeout;
   gauges_.connect_failures.set(connect_failures_);
@@ -157,6 +171,9 @@ void UpstreamPool::note_connect_failed() {
 void UpstreamPool::note_connected() {
   if (connect_failures_ == 0)
     return;
+  log::write(log::Level::INFO, log::Kind::ENDPOINT_UP,
+             "cluster %s: endpoint %s is up again after %lld failed connects",
+             cluster_.name.c_str(), spec_.text.c_str(), static_cast<long long>(connect_failures_));
   connect_failures_ = 0;
   gauges_.connect_failures.set(0);
 }

@@ -59,7 +59,8 @@ public:
 
   // Passive health: after a failed connect the cluster passes the endpoint over for the
   // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.
-  void note_connect_failed();
+  // say: log the failure (false when the caller said it with more detail).
+  void note_connect_failed(UpstreamError e, bool say = true);
   void note_connected();
   bool available(double now) const { return connect_failures_ == 0 || now >= down_until_; }
 

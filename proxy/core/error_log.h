@@ -1,0 +1,40 @@
+#pragma once
+// The error log ([log] level and file): one line per event, "TIME [level] THREAD: message",
+// written with one write(2) so that lines from worker threads never interleave. Events of one
+// kind are said at most once a second; the ones held back are counted into the next line of
+// that kind, so a flood (every request to a dead upstream) cannot fill a disk. Under systemd
+// (JOURNAL_STREAM set) each line starts with its sd-daemon priority, "<4>", for journald.
+// Off the request path: it is called when something went wrong, never per request.
+#include <cstdarg>
+
+namespace portico::core::log {
+
+enum class Level { DEBUG, INFO, WARN, ERROR };
+
+// What is rate-limited together.
+enum class Kind {
+  GENERAL,          // lifecycle: started, stopped, reloaded (never held back)
+  UPSTREAM_CONNECT, // a connect to an upstream endpoint failed
+  ENDPOINT_DOWN,    // an endpoint held down after a failed connect
+  ENDPOINT_UP,      // ...and up again (a kind of its own: an up must not hide behind a down)
+  DNS,              // a name did not resolve
+  TLS_HANDSHAKE,    // a client's handshake failed
+  LIMIT,            // a limit was hit: connections, buffers, descriptors
+  COUNT
+};
+
+const char* to_string(Level l);
+// "debug", "info", "warn", "error"; false for anything else.
+bool parse_level(const char* text, Level* out);
+
+// Where lines go and from which level. fd: stderr's 2 until configured; journal: prefix each
+// line with its priority. Called by the main thread before the workers start (and on reopen).
+void configure(Level min, int fd, bool journal);
+// Names the calling thread in its lines ("main", "worker 2"): a string that outlives it.
+void set_thread_name(const char* name);
+bool enabled(Level l);
+// The descriptor lines go to (what USR1 reopens when it is a file).
+int fd();
+void write(Level l, Kind k, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+} // namespace portico::core::log
