@@ -223,8 +223,13 @@ void ClientConnection::on_readable() {
     linger_read();
     return;
   }
-  if (tls_ && !tls_->established() && !handshake())
-    return;
+  if (tls_ && !tls_->established()) {
+    // The handshake is the request head's first part: header_timeout runs from its first byte.
+    if (first_byte_ == 0)
+      first_byte_ = ev_now(loop());
+    if (!handshake())
+      return;
+  }
   for (int i = 0; i < kReadsPerWakeup && close_state_ == CloseState::OPEN; ++i) {
     if (!in_)
       in_ = core::BlockPool::local().get();

@@ -242,6 +242,29 @@ class PipelinerThatNeverReads(unittest.TestCase):
             self.assertEqual((r.status, r.body), (200, b"hello world\n"))
 
 
+class TlsHandshakeDeadline(unittest.TestCase):
+    """A TLS handshake left unfinished is bounded by header_timeout from its first byte, not by
+    the far longer keep-alive timeout."""
+
+    def test_a_stalled_client_hello_is_cut_at_the_header_timeout(self):
+        backend = harness.Backend(workers=1)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], workers=1, tls=True,
+                      server_options={"header_timeout": 1, "keepalive_timeout": 30})
+        self.addCleanup(proxy.stop)
+        before = timeouts(proxy, "client_header")
+        s = socket.create_connection(("127.0.0.1", proxy.tls_port), timeout=10)
+        self.addCleanup(s.close)
+        # The start of a ClientHello record (handshake, TLS 1.0 record version, 512 bytes to
+        # come), and nothing more.
+        s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]))
+        elapsed = wait_closed(s, 8)
+        self.assertGreater(elapsed, 0.5)
+        self.assertLess(elapsed, 4)
+        harness.wait_until(lambda: timeouts(proxy, "client_header") == before + 1,
+                   what="the header timeout counted")
+
+
 class HeaderDeadline(unittest.TestCase):
     """header_timeout runs from a request head's first byte, however slowly it comes."""
 
