@@ -26,8 +26,12 @@ Http2UpstreamConnection* Http2ConnectionPool::with_room() {
     if (c->can_take() && (!best || c->streams() < best->streams()))
       best = c;
   }
-  if (best && best->streams() > 0 && open < static_cast<size_t>(owner_.cluster().h2_connections))
-    return nullptr; // open another first
+  // Open another first, while h2_connections are not all carrying streams and this worker's
+  // share of max_connections allows one; else the busiest connection is still better than the
+  // queue.
+  if (best && best->streams() > 0 && open < static_cast<size_t>(owner_.cluster().h2_connections) &&
+      owner_.may_open())
+    return nullptr;
   return best;
 }
 

@@ -65,6 +65,8 @@ public:
   bool available(double now) const { return connect_failures_ == 0 || now >= down_until_; }
 
   // From the ConnectionPool.
+  // Another connection may be opened now (an address, and room under max_connections).
+  bool may_open() const { return has_address_ && !at_limit(); }
   // The first waiting request, taken out of the queue; null when none waits.
   UpstreamStreamListener* take_waiter();
   // A connection closed or a stream ended: room for a waiting request, maybe.

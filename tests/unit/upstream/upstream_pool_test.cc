@@ -261,5 +261,23 @@ TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
   ::close(server);
 }
 
+TEST_F(UpstreamPoolTest, AnH2cShareBelowH2ConnectionsStillMultiplexes) {
+  // h2_connections = 2 asks for requests to spread over two connections, but this worker may
+  // open only one: the second request must take a stream on it, not wait for the first.
+  cluster_.protocol = "h2c";
+  cluster_.h2_connections = 2;
+  make_pool(true);
+  FakeRequest a, b;
+  pool_->acquire(&a, false);
+  ASSERT_EQ(a.ready, 1);
+  pool_->acquire(&b, false);
+  EXPECT_EQ(b.ready, 1);
+  EXPECT_EQ(pool_->waiting(), 0u);
+  EXPECT_EQ(pool_->connections().connections(), 1u);
+  a.up->detach();
+  b.up->detach();
+  deferred_->run();
+}
+
 } // namespace
 } // namespace portico::upstream
