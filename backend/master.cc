@@ -1,5 +1,7 @@
 #include "master.h"
 
+#include "core/sd_notify.h"
+
 #include "worker.h"
 
 #include <algorithm>
@@ -212,16 +214,26 @@ void Master::handle_signal(int sig) {
       break; // no new generation while stopping
     // New workers first, so that the sockets never go unserved; then the old ones finish.
     log("graceful restart");
+    {
+      // sd_notify(3)'s reload protocol: RELOADING=1 with the monotonic clock, READY=1 when
+      // the new generation is forked (its sockets were never unserved).
+      timespec ts{};
+      ::clock_gettime(CLOCK_MONOTONIC, &ts);
+      core::sd::notify("RELOADING=1\nMONOTONIC_USEC=" +
+                       std::to_string(ts.tv_sec * 1000000LL + ts.tv_nsec / 1000));
+    }
     ++generation_;
     respawn_at_.clear();
     for (int i = 0; i < target_; ++i)
       spawn_or_retry(now_seconds());
     signal_workers(SIGTERM, true, StopReason::HUP);
+    core::sd::notify("READY=1\nSTATUS=serving (generation " + std::to_string(generation_) + ")");
     break;
   case SIGTERM:
   case SIGQUIT:
     if (!stopping_) {
       log("graceful stop");
+      core::sd::notify("STOPPING=1\nSTATUS=draining");
       stopping_ = true;
       stop_deadline_ = now_seconds() + opts_.graceful_timeout + 1;
       respawn_at_.clear();
@@ -230,6 +242,7 @@ void Master::handle_signal(int sig) {
     break;
   case SIGINT:
     log("immediate stop");
+    core::sd::notify("STOPPING=1");
     stopping_ = true;
     respawn_at_.clear();
     signal_workers(SIGKILL, false, StopReason::STOP);
@@ -324,6 +337,7 @@ int Master::run() {
   for (int i = 0; i < target_; ++i)
     spawn_or_retry(now_seconds());
   log("started %d workers", target_);
+  core::sd::notify("READY=1\nSTATUS=serving with " + std::to_string(target_) + " workers");
 
   ev_io_set(&signal_io_, sigfd_, EV_READ);
   ev_io_start(loop_, &signal_io_);

@@ -59,6 +59,18 @@ ProxyWorker::ProxyWorker(const config::Config& cfg, int index, int count,
   ev_async_init(&async_, async_cb);
   async_.data = this;
   ev_async_start(loop_, &async_);
+  ev_init(&heartbeat_timer_, heartbeat_cb);
+  heartbeat_timer_.data = this;
+}
+
+void ProxyWorker::enable_heartbeat(double every) {
+  heartbeat_.store(ev_time(), std::memory_order_relaxed);
+  ev_timer_set(&heartbeat_timer_, every, every);
+  ev_timer_start(loop_, &heartbeat_timer_);
+}
+
+void ProxyWorker::heartbeat_cb(struct ev_loop* loop, ev_timer* w, int) {
+  static_cast<ProxyWorker*>(w->data)->heartbeat_.store(ev_now(loop), std::memory_order_relaxed);
 }
 
 ProxyWorker::~ProxyWorker() {
@@ -70,6 +82,7 @@ ProxyWorker::~ProxyWorker() {
   resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
   ev_async_stop(loop_, &async_);
+  ev_timer_stop(loop_, &heartbeat_timer_);
   ev_loop_destroy(loop_);
 }
 

@@ -37,6 +37,10 @@ public:
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
 
+  // Before start(): the worker's loop stamps heartbeat() this often, so that the supervisor
+  // feeds systemd's watchdog only while every worker's loop turns.
+  void enable_heartbeat(double every);
+  double heartbeat() const { return heartbeat_.load(std::memory_order_relaxed); }
   void start();
   // From any thread: stop accepting, finish in-flight exchanges (GOAWAY, Connection: close).
   void drain();
@@ -50,6 +54,7 @@ public:
 
 private:
   static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
+  static void heartbeat_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_async();
   void run();
 
@@ -65,6 +70,8 @@ private:
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> finished_{false};
+  std::atomic<double> heartbeat_{0}; // ev_now() of the last beat
+  ev_timer heartbeat_timer_;
   bool draining_ = false;
   struct ev_loop* main_loop_;
   ev_async* done_;

@@ -1,6 +1,7 @@
 #include "portico/supervisor.h"
 
 #include "core/error_log.h"
+#include "core/sd_notify.h"
 #include "metrics/histogram.h"
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 namespace portico::proxy {
 
 namespace log = core::log;
+namespace sd = core::sd;
 
 namespace {
 constexpr int kSignals[] = {SIGTERM, SIGQUIT, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
@@ -30,6 +32,7 @@ Supervisor::Supervisor(const config::Config& cfg,
   done_.data = this;
   ev_async_start(loop_, &done_);
   ev_init(&grace_, grace_cb);
+  ev_init(&watchdog_, watchdog_cb);
   grace_.data = this;
   int count = static_cast<int>(listens.size());
   for (int w = 0; w < count; ++w)
@@ -67,6 +70,7 @@ Supervisor::~Supervisor() {
     ev_signal_stop(loop_, &s);
   ev_async_stop(loop_, &done_);
   ev_timer_stop(loop_, &grace_);
+  ev_timer_stop(loop_, &watchdog_);
   for (auto& r : rotations_)
     ev_timer_stop(loop_, &r->timer);
 }
@@ -76,16 +80,41 @@ void Supervisor::rotate_cb(struct ev_loop*, ev_timer* w, int) {
 }
 
 int Supervisor::run() {
-  for (auto& w : workers_)
+  double watchdog = sd::watchdog_interval();
+  for (auto& w : workers_) {
+    if (watchdog > 0)
+      w->enable_heartbeat(watchdog / 4);
     w->start();
+  }
+  if (watchdog > 0) {
+    ev_timer_set(&watchdog_, watchdog / 2, watchdog / 2);
+    watchdog_.data = this;
+    ev_timer_start(loop_, &watchdog_);
+  }
   if (admin_acceptor_)
     admin_acceptor_->start();
   log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers", workers_.size());
+  sd::notify("READY=1\nSTATUS=serving with " + std::to_string(workers_.size()) + " workers");
   ev_run(loop_, 0);
   for (auto& w : workers_)
     w->join();
   log::write(log::Level::INFO, log::Kind::GENERAL, "stopped");
   return 0;
+}
+
+void Supervisor::watchdog_cb(struct ev_loop*, ev_timer* w, int) {
+  auto* self = static_cast<Supervisor*>(w->data);
+  // Fed only while every worker's loop turns: a worker stuck in a loop that never returns
+  // lets systemd restart the service, as WatchdogSec= means.
+  double now = ev_time(), limit = w->repeat * 2;
+  for (size_t i = 0; i < self->workers_.size(); ++i)
+    if (!self->workers_[i]->finished() && now - self->workers_[i]->heartbeat() > limit) {
+      log::write(log::Level::ERROR, log::Kind::GENERAL,
+                 "worker %zu has not turned its loop for %.1f s; not feeding the watchdog", i,
+                 now - self->workers_[i]->heartbeat());
+      return;
+    }
+  sd::notify("WATCHDOG=1");
 }
 
 void Supervisor::signal_cb(struct ev_loop*, ev_signal* w, int) {
@@ -155,6 +184,7 @@ void Supervisor::on_signal(int sig) {
   }
   if (sig == SIGINT) {
     log::write(log::Level::INFO, log::Kind::GENERAL, "immediate stop");
+    sd::notify("STOPPING=1\nSTATUS=stopping now");
     for (auto& w : workers_)
       w->stop();
     return;
@@ -162,6 +192,7 @@ void Supervisor::on_signal(int sig) {
   if (draining_)
     return;
   log::write(log::Level::INFO, log::Kind::GENERAL, "graceful stop");
+  sd::notify("STOPPING=1\nSTATUS=draining: finishing in-flight requests");
   draining_ = true;
   if (admin_)
     admin_->set_draining(); // /readyz fails from now on

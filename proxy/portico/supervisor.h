@@ -35,6 +35,7 @@ private:
   static void done_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void grace_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void rotate_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void watchdog_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_signal(int sig);
   void on_worker_done();
   void reopen_logs();
@@ -51,6 +52,8 @@ private:
   ev_signal signals_[6];
   ev_async done_;
   ev_timer grace_;
+  ev_timer watchdog_; // WatchdogSec=: WATCHDOG=1 while the workers turn
+
   struct Rotation {
     ev_timer timer;
     tls::TlsContext* ctx;

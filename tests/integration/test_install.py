@@ -1,6 +1,7 @@
 """cmake --install puts everything in its place under the prefix it is given: both binaries
 (which run), their --help as text, the example configurations, the Prometheus files, and the
-systemd units naming the installed binaries and configuration path."""
+systemd units naming the installed binaries and configuration path, which systemd-analyze
+verifies and scores below 3.0 ("OK")."""
 import os
 import subprocess
 import tempfile
@@ -25,13 +26,27 @@ class Install(unittest.TestCase):
             with open(os.path.join(prefix, "lib", "systemd", "system",
                                    binary + ".service")) as f:
                 unit = f.read()
-            self.assertNotIn("@", unit.replace("$MAINPID", ""))
+            self.assertNotRegex(unit, r"@[A-Z]+@")  # every placeholder filled in
             self.assertIn(f"ExecStart={path} ", unit)
         with open(os.path.join(prefix, "lib", "systemd", "system", "portico.service")) as f:
             self.assertIn(f"-c {prefix}/etc/portico/portico.toml", f.read())
         for f in ("etc/portico/examples/sidecar.toml", "etc/portico/examples/edge.toml",
                   "share/portico/prometheus/scrape.yml", "share/doc/portico/README.md"):
             self.assertTrue(os.path.isfile(os.path.join(prefix, f)), f)
+        # The units as systemd reads them: no unknown key or bad value, and an exposure score
+        # below 3.0 ("OK"), offline (no systemd need run here).
+        units = os.path.join(prefix, "lib", "systemd", "system")
+        for unit in ("portico.service", "portico-backend.service"):
+            v = subprocess.run(["systemd-analyze", "verify", "--man=no", unit], cwd=units,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual((v.returncode, v.stderr.strip()), (0, ""), unit)
+            sec = subprocess.run(["systemd-analyze", "security", "--offline=yes",
+                                  "--threshold=30", unit], cwd=units, capture_output=True,
+                                 text=True, timeout=60)
+            self.assertEqual(sec.returncode, 0, sec.stdout[-400:])
+            self.assertRegex(sec.stdout, r"Overall exposure level for \S+: [0-2]\.\d OK")
+            with open(os.path.join(units, unit)) as f:
+                self.assertIn("Type=notify", f.read())
         # The example configuration is valid as installed.
         sidecar = os.path.join(prefix, "etc/portico/examples/sidecar.toml")
         t = subprocess.run([os.path.join(prefix, "bin", "portico"), "-t", "-c", sidecar],

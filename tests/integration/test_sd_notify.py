@@ -1,0 +1,77 @@
+"""systemd's Type=notify protocol, with a fake NOTIFY_SOCKET: portico says READY=1 (with a
+STATUS=) once its workers run, feeds WATCHDOG=1 at half of WATCHDOG_USEC, and says STOPPING=1
+on TERM; portico-backend says READY=1, RELOADING=1 with MONOTONIC_USEC on HUP and READY=1 when
+the new workers are forked, and STOPPING=1 on TERM."""
+import os
+import signal
+import socket
+import tempfile
+import time
+import unittest
+
+import harness
+from proxy_harness import Proxy
+
+
+class FakeSystemd:
+    def __init__(self, abstract=False):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if abstract:
+            name = f"portico-test-notify-{os.getpid()}-{time.monotonic_ns()}"
+            self.sock.bind("\0" + name)
+            self.path = "@" + name
+        else:
+            self.path = os.path.join(tempfile.mkdtemp(prefix="portico-notify-"), "notify")
+            self.sock.bind(self.path)
+        self.sock.settimeout(10)
+
+    def next(self):
+        return self.sock.recv(4096).decode()
+
+    def wait_for(self, state):
+        """Messages until one carrying state (a line such as READY=1); returns that message."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            msg = self.next()
+            if state in msg.split("\n"):
+                return msg
+        raise AssertionError(f"no {state}")
+
+
+class Notify(unittest.TestCase):
+    def test_portico_ready_watchdog_stopping(self):
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        systemd = FakeSystemd()
+        self.addCleanup(systemd.sock.close)
+        env = {**os.environ, "NOTIFY_SOCKET": systemd.path, "WATCHDOG_USEC": "400000"}
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=2, env=env)
+        self.addCleanup(proxy.stop)
+        ready = systemd.wait_for("READY=1")
+        self.assertIn("STATUS=serving with 2 workers", ready)
+        start = time.monotonic()
+        for _ in range(3):
+            systemd.wait_for("WATCHDOG=1")
+        self.assertLess(time.monotonic() - start, 2)  # every 0.2 s, not once in a while
+        os.kill(proxy.process.pid, signal.SIGTERM)
+        stopping = systemd.wait_for("STOPPING=1")
+        self.assertIn("STATUS=draining", stopping)
+
+    def test_backend_ready_reloading_stopping(self):
+        systemd = FakeSystemd(abstract=True)
+        self.addCleanup(systemd.sock.close)
+        backend = harness.Backend(workers=1, env={**os.environ, "NOTIFY_SOCKET": systemd.path})
+        self.addCleanup(backend.stop)
+        systemd.wait_for("READY=1")
+        os.kill(backend.pid, signal.SIGHUP)
+        reloading = systemd.wait_for("RELOADING=1")
+        stamp = int(next(l for l in reloading.split("\n") if l.startswith("MONOTONIC_USEC="))
+                    .split("=")[1])
+        self.assertLess(abs(stamp / 1e6 - time.clock_gettime(time.CLOCK_MONOTONIC)), 5)
+        self.assertIn("STATUS=serving (generation 1)", systemd.wait_for("READY=1"))
+        os.kill(backend.pid, signal.SIGTERM)
+        systemd.wait_for("STOPPING=1")
+
+
+if __name__ == "__main__":
+    unittest.main()
