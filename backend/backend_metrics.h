@@ -87,7 +87,7 @@ public:
 
   // Maps the table; call in the master, before fork. The bounds are the histograms' upper
   // bounds in seconds; they live in the master's memory, which every forked worker copies.
-  explicit BackendMetrics(size_t slots, std::vector<double> bounds = metrics::log_spaced_bounds());
+  explicit BackendMetrics(size_t slots, std::vector<double> bounds = core::default_bounds());
   ~BackendMetrics();
   BackendMetrics(const BackendMetrics&) = delete;
   BackendMetrics& operator=(const BackendMetrics&) = delete;

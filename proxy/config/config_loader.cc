@@ -425,6 +425,8 @@ void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
         r.error(e.source(), w + ": bucket bounds must increase");
       m.buckets.push_back(*v);
     }
+  } else if (!t.get("bucket_min") && !t.get("bucket_max") && !t.get("buckets_per_decade")) {
+    m.buckets = core::default_bounds();
   } else {
     r.get_number(t, "bucket_min", m.bucket_min, w, 1e-9, 86400);
     r.get_number(t, "bucket_max", m.bucket_max, w, 1e-9, 86400);
@@ -516,8 +518,7 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   if (const toml::table* m = r.get_table(root, "metrics", "top level"))
     read_metrics(r, *m, c.metrics);
   else
-    c.metrics.buckets = core::log_spaced_bounds(c.metrics.bucket_min, c.metrics.bucket_max,
-                                                c.metrics.buckets_per_decade);
+    c.metrics.buckets = core::default_bounds();
   for (const toml::table* t : r.get_tables(root, "cluster"))
     read_cluster(r, *t, c);
   // Routes refer to clusters by name: read after every cluster is known.

@@ -7,9 +7,13 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <map>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #include <span>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace portico::metrics {
@@ -41,7 +45,7 @@ ClientMetric value_metric(double v, bool counter) {
 }
 
 // The process as Prometheus' client libraries report it (process_* names), from /proc.
-void append_process_metrics(std::vector<MetricFamily>& out) {
+void append_process_metrics(std::vector<MetricFamily>& out, double start_time) {
   double cpu = 0, rss = 0;
   if (FILE* f = std::fopen("/proc/self/stat", "r")) {
     char buf[1024];
@@ -80,6 +84,17 @@ void append_process_metrics(std::vector<MetricFamily>& out) {
   auto o = family("process_open_fds", "Open file descriptors of the process.", MetricType::Gauge);
   o.metric.push_back(value_metric(fds, false));
   out.push_back(std::move(o));
+  rlimit nofile{};
+  double max_fds = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+                       ? static_cast<double>(nofile.rlim_cur)
+                       : 0;
+  auto m = family("process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge);
+  m.metric.push_back(value_metric(max_fds, false));
+  out.push_back(std::move(m));
+  auto st = family("process_start_time_seconds", "Start time of the process since the epoch.",
+                   MetricType::Gauge);
+  st.metric.push_back(value_metric(start_time, false));
+  out.push_back(std::move(st));
 }
 
 } // namespace
@@ -94,37 +109,54 @@ std::string route_label(const config::Config& cfg, size_t i) {
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
                    const std::vector<const ServerStats*>& servers, double uptime_seconds) {
   std::vector<MetricFamily> out;
-  static const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 
-  auto requests = family("portico_requests_total",
-                         "Requests answered, by client protocol, route, cluster and status class.",
-                         MetricType::Counter);
+  auto requests =
+      family("portico_requests_total",
+             "Requests answered, by listener, client protocol, route, cluster, status code and who "
+             "answered (upstream, proxy, none: the client left first, code 499).",
+             MetricType::Counter);
   auto duration =
       family("portico_request_duration_seconds",
              "Client's view of a request: first byte in to last byte out.", MetricType::Histogram);
-  auto bytes_in = family("portico_request_body_bytes_received_total",
+  auto bytes_in = family("portico_request_body_received_bytes_total",
                          "Request body bytes received from clients.", MetricType::Counter);
-  auto bytes_out = family("portico_response_body_bytes_sent_total",
+  auto bytes_out = family("portico_response_body_sent_bytes_total",
                           "Response body bytes sent to clients.", MetricType::Counter);
   size_t routes = shards.empty() ? 0 : shards.front()->route_count();
   for (size_t r = 0; r < routes; ++r) {
     std::string route = route_label(cfg, r);
     std::string cluster = r < cfg.routes.size() ? cfg.routes[r].cluster : "none";
-    for (size_t p = 0; p < static_cast<size_t>(Protocol::COUNT); ++p)
-      for (size_t c = 0; c < 5; ++c) {
-        uint64_t n = 0;
-        for (const auto* s : shards)
-          n += s->route(r).requests[p][c].get();
-        if (n == 0)
-          continue; // only combinations that happened
-        ClientMetric m;
-        m.label = {{"protocol", to_string(static_cast<Protocol>(p))},
-                   {"route", route},
-                   {"cluster", cluster},
-                   {"status_class", kClasses[c]}};
-        m.counter.value = static_cast<double>(n);
-        requests.metric.push_back(std::move(m));
-      }
+    // Summed over the shards by (listener, protocol, code, answered_by); ordered for stable
+    // output.
+    std::map<std::tuple<uint16_t, uint8_t, int, uint8_t>, uint64_t> counts;
+    uint64_t other = 0;
+    for (const auto* s : shards) {
+      s->route(r).requests.for_each(
+          [&](uint16_t listener, Protocol p, int code, AnsweredBy by, uint64_t n) {
+            counts[{listener, static_cast<uint8_t>(p), code, static_cast<uint8_t>(by)}] += n;
+          });
+      other += s->route(r).requests.overflow();
+    }
+    for (const auto& [k, n] : counts) {
+      auto [listener, p, code, by] = k;
+      ClientMetric m;
+      m.label = {{"listener", listener < cfg.listeners.size() ? cfg.listeners[listener].address.text
+                                                              : std::string("?")},
+                 {"protocol", to_string(static_cast<Protocol>(p))},
+                 {"route", route},
+                 {"cluster", cluster},
+                 {"code", code ? std::to_string(code) : std::string("other")},
+                 {"answered_by", to_string(static_cast<AnsweredBy>(by))}};
+      m.counter.value = static_cast<double>(n);
+      requests.metric.push_back(std::move(m));
+    }
+    if (other > 0) { // more distinct combinations than a route's table holds
+      ClientMetric m;
+      m.label = {{"listener", "other"}, {"protocol", "other"}, {"route", route},
+                 {"cluster", cluster},  {"code", "other"},     {"answered_by", "other"}};
+      m.counter.value = static_cast<double>(other);
+      requests.metric.push_back(std::move(m));
+    }
     std::vector<const Histogram*> parts;
     uint64_t in = 0, sent = 0;
     for (const auto* s : shards) {
@@ -252,6 +284,14 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     }
   out.push_back(std::move(conns));
 
+  uint64_t accepted = 0;
+  for (const auto* s : servers)
+    accepted += s->connections_accepted.get();
+  auto acc = family("portico_client_connections_accepted_total",
+                    "Client connections accepted, on every listener.", MetricType::Counter);
+  acc.metric.push_back(value_metric(static_cast<double>(accepted), true));
+  out.push_back(std::move(acc));
+
   uint64_t streams_opened = 0, streams_closed = 0, hs_ok = 0, hs_failed = 0;
   for (const auto* s : servers) {
     streams_opened += s->h2_streams_opened.get();
@@ -339,7 +379,9 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   }
   out.push_back(std::move(tls));
 
-  append_process_metrics(out);
+  timeval now{};
+  ::gettimeofday(&now, nullptr);
+  append_process_metrics(out, static_cast<double>(now.tv_sec) + now.tv_usec / 1e6 - uptime_seconds);
 
   auto uptime =
       family("portico_uptime_seconds", "Seconds since portico started.", MetricType::Gauge);

@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "core/counter.h"
 #include "metrics/histogram.h"
+#include "metrics/request_counts.h"
 
 #include <atomic>
 #include <cstdint>
@@ -55,9 +56,9 @@ inline constexpr size_t kRetryReasonCount = std::size(kRetryReasons);
 
 struct RouteMetrics {
   explicit RouteMetrics(const std::vector<double>* bounds) : duration(bounds) {}
-  Counter requests[static_cast<size_t>(Protocol::COUNT)][5]; // by status class 1xx..5xx
-  Histogram duration;                                        // first byte in to last byte out
-  Counter bytes_received, bytes_sent;                        // bodies
+  RequestCounts requests;             // by listener, protocol, code and who answered
+  Histogram duration;                 // first byte in to last byte out
+  Counter bytes_received, bytes_sent; // bodies
 };
 
 struct ClusterMetrics {

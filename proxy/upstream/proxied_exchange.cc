@@ -173,6 +173,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
                   [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
   head.more = fields;
   set_state(State::RESPONSE);
+  answered_by_ = metrics::AnsweredBy::UPSTREAM;
   status_ = h.status;
   first_byte_ = ev_time() - phase_at_;
   if (up_ && up_->first_on_connection())
@@ -260,6 +261,7 @@ void ProxiedExchange::on_queue_timeout() {
 void ProxiedExchange::fail(int status) {
   set_state(State::FINISHED);
   status_ = status;
+  answered_by_ = metrics::AnsweredBy::PROXY;
   std::string_view reason = http::reason_phrase(status);
   char body[64];
   size_t n = std::min(reason.size(), sizeof body - 1);
@@ -289,9 +291,9 @@ void ProxiedExchange::log_access(server::Exchange& ex, double now) {
 }
 
 void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
-  // A client gone before any answer counts as 4xx, like nginx's 499.
-  int cls = status_ >= 100 && status_ < 600 ? status_ / 100 - 1 : 3;
-  route_metrics_.requests[static_cast<size_t>(protocol_of(ex))][cls].inc();
+  // A client gone before any answer counts as 499, nginx's "client closed request".
+  route_metrics_.requests.inc(ex.listener_index(), protocol_of(ex), status_ ? status_ : 499,
+                              status_ ? answered_by_ : metrics::AnsweredBy::NONE);
   double now = ev_time();
   route_metrics_.duration.observe(now - started_at_);
   if (log_)

@@ -77,9 +77,10 @@ private:
   Cluster& cluster_;
   const ForwardingOptions& fwd_;
   metrics::RouteMetrics& route_metrics_;
-  double started_at_;       // ev_time(): the request head is complete
-  double phase_at_ = 0;     // waiting for a connection since, then handed to one at
-  int status_ = 0;          // what the client was answered, 0 before that
+  double started_at_;   // ev_time(): the request head is complete
+  double phase_at_ = 0; // waiting for a connection since, then handed to one at
+  int status_ = 0;      // what the client was answered, 0 before that
+  metrics::AnsweredBy answered_by_ = metrics::AnsweredBy::NONE;
   metrics::AccessLog* log_; // null: this listener logs nothing
   // For the access log: phase times of the last attempt, and the body sizes.
   double queue_ = 0, connect_ = 0, first_byte_ = 0;

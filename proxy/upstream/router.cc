@@ -51,7 +51,8 @@ void Router::on_request(server::Exchange& ex) {
     return;
   }
   auto& none = metrics_.route(cfg_.routes.size());
-  none.requests[static_cast<size_t>(ProxiedExchange::protocol_of(ex))][3].inc();
+  none.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), 404,
+                    metrics::AnsweredBy::PROXY);
   none.duration.observe(0);
   ex.respond(404, "text/plain", "no route\n");
 }

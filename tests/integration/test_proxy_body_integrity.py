@@ -93,7 +93,7 @@ class BodyIntegrity(unittest.TestCase):
 
     def body_bytes_received(self, proxy):
         return sample(get(proxy.admin_port, "/metrics")[1],
-                      "portico_request_body_bytes_received_total")
+                      "portico_request_body_received_bytes_total")
 
     def hold_connection(self, proxy):
         """A chunked upload left unfinished: it holds the only upstream connection (or stream)

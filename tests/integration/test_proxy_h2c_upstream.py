@@ -47,7 +47,7 @@ class H2cUpstream(unittest.TestCase):
         self.assertGreaterEqual(connects, 1)
         self.assertLessEqual(connects, 4)
         self.assertEqual(sample(text, "portico_requests_total", protocol="h2c",
-                                status_class="2xx"), 4001)
+                                code="200", answered_by="upstream"), 4001)
         doc = json.loads(get(self.proxy.admin_port, "/status")[1])
         ep = doc["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["busy"], ep["in_flight"], ep["health"]), (0, 0, "up"))

@@ -1,4 +1,5 @@
 #include "config/config_loader.h"
+#include "core/histogram_bounds.h"
 #include "metrics/histogram.h"
 
 #include <gtest/gtest.h>
@@ -22,13 +23,13 @@ std::optional<Config> parse_with(std::string_view extra, std::vector<std::string
   return parse_config(text, "m.toml", errors);
 }
 
-TEST(ConfigMetrics, DefaultsAreLogSpacedFrom50usTo60s) {
+TEST(ConfigMetrics, DefaultsAreTheAlertThresholdsFrom100usTo60s) {
   std::vector<std::string> errors;
   auto c = parse_with("", &errors);
   ASSERT_TRUE(c) << errors.front();
   EXPECT_TRUE(c->metrics.enabled);
-  ASSERT_GE(c->metrics.buckets.size(), 15u);
-  EXPECT_DOUBLE_EQ(c->metrics.buckets.front(), 50e-6);
+  EXPECT_EQ(c->metrics.buckets, core::default_bounds());
+  EXPECT_DOUBLE_EQ(c->metrics.buckets.front(), 100e-6);
   EXPECT_DOUBLE_EQ(c->metrics.buckets.back(), 60);
   EXPECT_LE(c->metrics.buckets.size(), metrics::Histogram::kMaxBuckets);
 }

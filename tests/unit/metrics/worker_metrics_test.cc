@@ -61,14 +61,22 @@ TEST(WorkerMetrics, SlotsAreIndependent) {
   config::Config cfg = load(kTwoClusters);
   const std::vector<double> bounds{0.01};
   WorkerMetrics m(cfg, &bounds);
-  m.route(2).requests[static_cast<size_t>(Protocol::H2)][4].inc(3);
+  for (int i = 0; i < 3; ++i)
+    m.route(2).requests.inc(0, Protocol::H2, 503, AnsweredBy::PROXY);
   m.route(0).bytes_sent.inc(100);
   m.cluster(1).errors[kErrorQueueTimeout].inc();
   m.cluster(0).endpoints[2].busy.set(7);
   const WorkerMetrics& cm = m;
-  EXPECT_EQ(cm.route(2).requests[static_cast<size_t>(Protocol::H2)][4].get(), 3u);
-  EXPECT_EQ(cm.route(2).requests[static_cast<size_t>(Protocol::H1)][4].get(), 0u);
-  EXPECT_EQ(cm.route(1).requests[static_cast<size_t>(Protocol::H2)][4].get(), 0u);
+  auto count = [](const RouteMetrics& r, Protocol p, int code) {
+    uint64_t n = 0;
+    r.requests.for_each([&](uint16_t, Protocol q, int c, AnsweredBy, uint64_t k) {
+      n += q == p && c == code ? k : 0;
+    });
+    return n;
+  };
+  EXPECT_EQ(count(cm.route(2), Protocol::H2, 503), 3u);
+  EXPECT_EQ(count(cm.route(2), Protocol::H1, 503), 0u);
+  EXPECT_EQ(count(cm.route(1), Protocol::H2, 503), 0u);
   EXPECT_EQ(cm.route(0).bytes_sent.get(), 100u);
   EXPECT_EQ(cm.route(0).bytes_received.get(), 0u);
   EXPECT_EQ(cm.cluster(1).errors[kErrorQueueTimeout].get(), 1u);

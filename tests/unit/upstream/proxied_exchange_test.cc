@@ -173,8 +173,11 @@ protected:
     run_until([&] { return warm.closed && cluster_->pools()[0]->idle() == 1; });
     return warm.status == 200 && cluster_->pools()[0]->idle() == 1 ? up : -1;
   }
-  uint64_t requests_of_class(int cls) {
-    return route_->requests[static_cast<size_t>(metrics::Protocol::H1)][cls - 1].get();
+  uint64_t requests_of_class(int cls, metrics::AnsweredBy by) {
+    uint64_t n = 0;
+    route_->requests.for_each([&](uint16_t, metrics::Protocol, int code, metrics::AnsweredBy b,
+                                  uint64_t k) { n += code / 100 == cls && b == by ? k : 0; });
+    return n;
   }
 
   std::string dir_;
@@ -206,7 +209,7 @@ TEST_F(ProxiedExchangeTest, AResponseIsRelayedWhole) {
   EXPECT_EQ(ex.status, 200);
   EXPECT_EQ(ex.response, "hello");
   EXPECT_FALSE(ex.aborted);
-  EXPECT_EQ(requests_of_class(2), 1u);
+  EXPECT_EQ(requests_of_class(2, metrics::AnsweredBy::UPSTREAM), 1u);
   EXPECT_EQ(route_->bytes_sent.get(), 5u);
 }
 
@@ -236,7 +239,7 @@ TEST_F(ProxiedExchangeTest, NoUpstreamListeningIsA502) {
   EXPECT_EQ(ex.status, 502);
   EXPECT_EQ(ex.response, "Bad Gateway\n");
   EXPECT_EQ(metrics_->errors[static_cast<size_t>(UpstreamError::CONNECT_REFUSED)].get(), 1u);
-  EXPECT_EQ(requests_of_class(5), 1u);
+  EXPECT_EQ(requests_of_class(5, metrics::AnsweredBy::PROXY), 1u);
 }
 
 TEST_F(ProxiedExchangeTest, AFullPoolPastTheQueueTimeoutIsA503) {
@@ -277,7 +280,7 @@ TEST_F(ProxiedExchangeTest, AClientGoneMidRequestReleasesTheUpstream) {
   // The connection mid-exchange cannot be trusted again: it is closed, not pooled.
   char c;
   ASSERT_TRUE(run_until([&] { return ::recv(up, &c, 1, MSG_DONTWAIT) == 0; }));
-  EXPECT_EQ(requests_of_class(4), 1u); // counted as the client's (nginx's 499)
+  EXPECT_EQ(requests_of_class(4, metrics::AnsweredBy::NONE), 1u); // 499, nginx's "client closed"
 }
 
 TEST_F(ProxiedExchangeTest, AGetTheUpstreamDroppedUnansweredIsSentOnceMore) {
