@@ -102,6 +102,7 @@ struct ServerConfig {
   // Buffer memory for the whole process, past which accepting pauses; 0 = none.
   double max_buffer_memory = 1 << 30;
   double max_buffered_response_bytes = 4 << 20; // per connection or stream, then it is aborted
+  std::string pid_file; // written at start, removed at exit; what `portico -s` signals; "" = none
 };
 
 // The error log; access logs are per listener.

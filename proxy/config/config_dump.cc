@@ -56,7 +56,8 @@ std::string dump_config(const Config& c) {
                              {"h2_max_concurrent_streams", s.h2_max_concurrent_streams},
                              {"max_connections", s.max_connections},
                              {"max_buffer_memory", s.max_buffer_memory},
-                             {"max_buffered_response_bytes", s.max_buffered_response_bytes}}},
+                             {"max_buffered_response_bytes", s.max_buffered_response_bytes},
+                             {"pid_file", s.pid_file}}},
       {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
 
   toml::table metrics{{"enabled", c.metrics.enabled}};

@@ -177,7 +177,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
                "h2_max_concurrent_streams", "send_timeout", "max_connections", "max_buffer_memory",
-               "max_buffered_response_bytes"},
+               "max_buffered_response_bytes", "pid_file"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
@@ -204,6 +204,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
     r.error(n->source(),
             w + ": trusted_proxies entry '" + trusted[i] + "' is not an address or ADDRESS/BITS");
   }
+  r.get_string(t, "pid_file", s.pid_file, w);
   if (r.get_string(t, "request_id_header", s.request_id_header, w)) {
     // Sent as an HTTP/2 field name too, where upper case is a protocol error.
     bool ok = true;

@@ -3,6 +3,7 @@
 #include "core/build_info.h"
 
 #include <ares.h>
+#include <csignal>
 #include <cstdio>
 #include <getopt.h>
 #include <toml++/toml.h>
@@ -20,6 +21,9 @@ constexpr const char* kUsage = R"(usage: portico -c FILE [-t | -T]
   -t, --test          check the configuration and exit: 0 when valid, 1 with every error as
                       FILE:LINE:COL
   -T, --dump-config   check it and print it, every default filled in, as TOML
+  -s, --signal NAME   tell the running portico: stop (now, INT), quit (gracefully, QUIT),
+                      reopen (the logs, USR1), reload (HUP); its pid is read from
+                      --pid-file FILE, or from the configuration's [server] pid_file
   -v, --version       print the version
   -V, --build-info    print the version, build type, compiler and every library's version
   -h, --help          this text
@@ -38,10 +42,24 @@ void print_build_info() {
 
 } // namespace
 
+int signal_for(const std::string& name) {
+  if (name == "stop")
+    return SIGINT;
+  if (name == "quit")
+    return SIGQUIT;
+  if (name == "reopen")
+    return SIGUSR1;
+  if (name == "reload")
+    return SIGHUP;
+  return 0;
+}
+
 std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_code) {
   static const option kLong[] = {{"config", required_argument, nullptr, 'c'},
                                  {"test", no_argument, nullptr, 't'},
                                  {"dump-config", no_argument, nullptr, 'T'},
+                                 {"signal", required_argument, nullptr, 's'},
+                                 {"pid-file", required_argument, nullptr, 'P'},
                                  {"version", no_argument, nullptr, 'v'},
                                  {"build-info", no_argument, nullptr, 'V'},
                                  {"help", no_argument, nullptr, 'h'},
@@ -49,11 +67,19 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_c
   CommandLine cl;
   *exit_code = 2;
   optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "c:tTvVh", kLong, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, "c:tTs:vVh", kLong, nullptr)) != -1;) {
     switch (c) {
     case 'c': cl.config_path = optarg; break;
     case 't': cl.test_only = true; break;
     case 'T': cl.dump_config = true; break;
+    case 's':
+      cl.signal = optarg;
+      if (!signal_for(cl.signal)) {
+        std::fprintf(stderr, "portico: -s %s: one of stop, quit, reopen, reload\n", optarg);
+        return std::nullopt;
+      }
+      break;
+    case 'P': cl.pid_file = optarg; break;
     case 'v':
       std::printf("portico %s\n", PORTICO_VERSION);
       *exit_code = 0;
@@ -75,7 +101,7 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_c
     std::fprintf(stderr, "portico: unexpected argument '%s'\n%s", argv[optind], kUsage);
     return std::nullopt;
   }
-  if (cl.config_path.empty()) {
+  if (cl.config_path.empty() && !(cl.signal.size() && cl.pid_file.size())) {
     std::fprintf(stderr, "portico: -c FILE is required\n%s", kUsage);
     return std::nullopt;
   }

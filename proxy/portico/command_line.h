@@ -9,7 +9,12 @@ struct CommandLine {
   std::string config_path;
   bool test_only = false;   // -t: check the configuration, exit
   bool dump_config = false; // -T: check it and print it with every default filled in
+  std::string signal;       // -s stop|quit|reopen|reload: signal the running portico
+  std::string pid_file;     // --pid-file: whose pid -s signals (else [server] pid_file)
 };
+
+// -s NAME: the signal it stands for (nginx's names), or 0 for none of them.
+int signal_for(const std::string& name);
 
 // Parses argv. nullopt: nothing to run, with *exit_code set (0 after --help or a version, 2
 // after a usage error, which has been printed).

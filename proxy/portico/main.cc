@@ -4,6 +4,7 @@
 #include "core/allocator_tuning.h"
 #include "core/error_log.h"
 #include "portico/command_line.h"
+#include "portico/pid_file.h"
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
 
@@ -36,6 +37,15 @@ bool open_error_log(const portico::config::Config& cfg) {
   return true;
 }
 
+int send_signal(const std::string& pid_file, const std::string& name) {
+  auto sent = portico::proxy::signal_pid_file(pid_file, portico::proxy::signal_for(name));
+  if (!sent) {
+    std::fprintf(stderr, "portico: %s\n", sent.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -46,6 +56,8 @@ int main(int argc, char** argv) {
   if (!cl)
     return exit_code;
   const std::string& config_path = cl->config_path;
+  if (!cl->signal.empty() && !cl->pid_file.empty())
+    return send_signal(cl->pid_file, cl->signal);
   std::vector<std::string> errors;
   auto cfg = config::load_config(config_path, &errors);
   if (!cfg) {
@@ -55,6 +67,14 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : cfg->warnings)
     std::fprintf(stderr, "%s\n", w.c_str());
+  if (!cl->signal.empty()) {
+    if (cfg->server.pid_file.empty()) {
+      std::fprintf(stderr, "portico: -s needs a pid file: [server] pid_file in %s, or --pid-file\n",
+                   config_path.c_str());
+      return 1;
+    }
+    return send_signal(cfg->server.pid_file, cl->signal);
+  }
   if (!cl->test_only && !cl->dump_config && !open_error_log(*cfg))
     return 1;
   // TLS contexts are made before anything starts, so a bad certificate fails -t as well.
@@ -156,6 +176,13 @@ int main(int argc, char** argv) {
                      cfg->admin.address.text.c_str());
   }
 
+  if (!cfg->server.pid_file.empty()) {
+    if (auto written = proxy::write_pid_file(cfg->server.pid_file); !written) {
+      std::fprintf(stderr, "portico: %s\n", written.error().c_str());
+      return 1;
+    }
+  }
+
   // Blocked before any thread starts, so that every thread inherits the mask and the signals
   // reach the supervisor's loop only.
   sigset_t set;
@@ -186,5 +213,7 @@ int main(int argc, char** argv) {
       ::close(fd);
   for (const auto& p : unix_paths)
     ::unlink(p.c_str());
+  if (!cfg->server.pid_file.empty())
+    ::unlink(cfg->server.pid_file.c_str());
   return code;
 }

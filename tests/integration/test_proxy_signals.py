@@ -1,8 +1,9 @@
-"""Signals an nginx operator sends: USR1 after logrotate's rename reopens the access logs (the
+"""Signals an nginx operator sends, by kill or by `portico -s` (through [server] pid_file): USR1 after logrotate's rename reopens the access logs (the
 lines before go to the renamed file, the lines after to a new one, none lost); USR2 and HUP,
 not carried out yet, are said so on stderr and leave the proxy serving, never killed."""
 import os
 import signal
+import subprocess
 import tempfile
 import unittest
 
@@ -26,8 +27,10 @@ class Signals(unittest.TestCase):
         self.addCleanup(self.backend.stop)
         self.tmp = tempfile.mkdtemp(prefix="portico-signals-")
         self.log = os.path.join(self.tmp, "access.log")
+        self.pid_file = os.path.join(self.tmp, "portico.pid")
         self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2,
-                           listener_options={"access_log": toml_string(self.log)})
+                           listener_options={"access_log": toml_string(self.log)},
+                           server_options={"pid_file": toml_string(self.pid_file)})
         self.addCleanup(self.proxy.stop)
 
     def signal(self, sig):
@@ -55,6 +58,28 @@ class Signals(unittest.TestCase):
             wait_until(lambda: said in self.proxy.process.read_log(), what=said)
             self.assertIsNone(self.proxy.process.proc.poll())
             self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
+
+    def portico_s(self, *args):
+        return subprocess.run([os.path.join(harness.BUILD_DIR, "proxy", "portico"), *args],
+                              capture_output=True, text=True, timeout=30)
+
+    def test_dash_s_through_the_pid_file(self):
+        with open(self.pid_file) as f:
+            self.assertEqual(int(f.read()), self.proxy.process.pid)
+        r = self.portico_s("-s", "reopen", "-c", self.proxy.config_path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        wait_until(lambda: "reopened 1 access log(s)" in self.proxy.process.read_log(),
+                   what="the reopen -s asked for")
+        bad = self.portico_s("-s", "restart", "-c", self.proxy.config_path)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("one of stop, quit, reopen, reload", bad.stderr)
+        r = self.portico_s("-s", "quit", "--pid-file", self.pid_file)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.proxy.process.proc.wait(timeout=30), 0)
+        self.assertFalse(os.path.exists(self.pid_file))  # removed at exit
+        gone = self.portico_s("-s", "quit", "--pid-file", self.pid_file)
+        self.assertEqual(gone.returncode, 1)
+        self.assertIn("is portico running?", gone.stderr)
 
 
 if __name__ == "__main__":
