@@ -136,20 +136,7 @@ int AppRouter::counter(server::Exchange& ex, std::string_view id) {
     ex.respond(400, kJson, "{\"error\":\"id must be 1-48 characters of [A-Za-z0-9_-]\"}\n");
     return 400;
   }
-  auto value = counters_.increment(id);
-  if (!value) {
-    std::string body = "{\"error\":\"counter store unavailable: ";
-    core::append_json_escaped(body, value.error());
-    body += "\"}\n";
-    ex.respond(503, kJson, body);
-    return 503;
-  }
-  char body[48] = "{\"counter\":";
-  size_t n = 11;
-  n = static_cast<size_t>(std::to_chars(body + n, body + sizeof body - 2, *value).ptr - body);
-  body[n++] = '}';
-  ex.respond(200, kJson, {body, n});
-  return 200;
+  return counters_.start(ex, id);
 }
 
 } // namespace portico::backend

@@ -10,6 +10,7 @@
 //   anything else        a static file under --document-root, or 404
 // With a RequestMeter (--admin), each request is recorded by app and status.
 #include "backend_metrics.h"
+#include "counter_app.h"
 #include "server/exchange.h"
 
 #include <cstdint>
@@ -17,7 +18,6 @@
 
 namespace portico::backend {
 
-class CounterStore;
 class RequestMeter;
 class StaticFiles;
 
@@ -26,6 +26,7 @@ public:
   // meter: null when metrics are off.
   AppRouter(CounterStore& counters, StaticFiles* files, RequestMeter* meter = nullptr)
       : counters_(counters), files_(files), meter_(meter) {}
+  size_t counters_waiting() const { return counters_.waiting(); }
   void on_request(server::Exchange& ex) override;
 
   // Called before each request is answered (the worker counts toward --max-requests here,
@@ -36,7 +37,7 @@ private:
   // Runs the app for the request; returns the status it answered (or will answer) with.
   int dispatch(server::Exchange& ex, App* app);
   int counter(server::Exchange& ex, std::string_view id);
-  CounterStore& counters_;
+  CounterApp counters_;
   StaticFiles* files_;
   RequestMeter* meter_;
 };

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <getopt.h>
-#include <libmemcached/memcached.h>
 #include <string_view>
 
 #ifndef PROMETHEUS_CPP_VERSION
@@ -46,7 +45,6 @@ template <typename T> bool parse_number(std::string_view s, T& out) {
 
 void print_build_info() {
   auto libs = core::core_components();
-  libs.push_back({"libmemcached", memcached_lib_version()});
   libs.push_back({"prometheus-cpp", PROMETHEUS_CPP_VERSION " (as built)"});
   core::print_build_info(stdout, "portico-backend", libs);
 }

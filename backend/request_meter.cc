@@ -60,7 +60,8 @@ void RequestMeter::end_dispatch(server::Exchange& ex, App app, int status, doubl
 }
 
 void RequestMeter::finish(Follower* f, server::Exchange& ex) {
-  record(f->app_, ex.head_sent() ? f->status_ : 0, f->started_);
+  // The status actually sent: an app that answers later knew only what it meant to.
+  record(f->app_, ex.head_sent() ? ex.response_status() : 0, f->started_);
   f->inner_ = nullptr;
   free_.push_back(f);
 }

@@ -20,7 +20,11 @@ public:
   ShmCounterTable& operator=(const ShmCounterTable&) = delete;
 
   bool ok() const { return slots_ != nullptr; }
-  core::expected<uint64_t, std::string> increment(std::string_view key) override;
+  core::expected<uint64_t, std::string> increment(std::string_view key);
+  // CounterStore: answers before it returns.
+  void increment(std::string_view key, CounterWaiter* waiter) override {
+    waiter->on_counter(increment(key));
+  }
   // The current value, 0 when absent (for tests and status pages).
   uint64_t get(std::string_view key) const;
 

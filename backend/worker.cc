@@ -1,7 +1,7 @@
 #include "worker.h"
 
 #include "app_router.h"
-#include "memcached_counter_store.h"
+#include "memcached_client.h"
 #include "request_meter.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
@@ -129,10 +129,10 @@ private:
 int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
                WorkerSlot* metrics) {
   struct ev_loop* loop = ev_default_loop(EVFLAG_AUTO);
-  std::unique_ptr<MemcachedCounterStore> mc;
+  std::unique_ptr<MemcachedClient> mc;
   CounterStore* store = shm;
   if (!shm) {
-    mc = std::make_unique<MemcachedCounterStore>(opts.store.substr(sizeof("memcached://") - 1));
+    mc = std::make_unique<MemcachedClient>(loop, opts.store.substr(sizeof("memcached://") - 1));
     store = mc.get();
   }
   std::unique_ptr<StaticFiles> files;

@@ -9,7 +9,7 @@ SUDO=
 PACKAGES="
   build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
   libnghttp2-dev libev-dev libssl-dev libc-ares-dev prometheus-cpp-dev libtomlplusplus-dev
-  libmemcached-dev node-llhttp libgtest-dev libgmock-dev
+  node-llhttp libgtest-dev libgmock-dev
   nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml openssl procps valgrind
   util-linux

@@ -76,6 +76,8 @@ public:
   uint16_t listener_index() const { return listener_index_; }
 
   bool head_sent() const { return head_sent_; }
+  // The status of the response head sent, 0 before one is.
+  int response_status() const { return response_status_; }
   bool response_ended() const { return response_ended_; }
   bool request_ended() const { return request_ended_; }
   bool above_high_watermark() const { return buffered() > kHighWatermark; }
@@ -92,6 +94,7 @@ protected:
   bool over_tls_ = false;
   uint16_t listener_index_ = 0;
   bool head_sent_ = false;
+  int response_status_ = 0;
   bool response_ended_ = false;
   bool request_ended_ = false;
 };

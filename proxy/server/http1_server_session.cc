@@ -21,6 +21,7 @@ void Http1Exchange::reset(struct ev_loop* loop) {
   loop_ = loop;
   listener_ = nullptr;
   head_sent_ = response_ended_ = request_ended_ = false;
+  response_status_ = 0;
   chunked_ = no_body_ = false;
 }
 
@@ -28,6 +29,7 @@ void Http1Exchange::send_head(const http::ResponseHead& head) {
   if (head_sent_)
     return;
   head_sent_ = true;
+  response_status_ = head.status;
   session_.write_head(head);
 }
 

@@ -35,6 +35,7 @@ Http2Exchange* Http2Exchange::acquire(Http2ServerSession& s, int32_t id) {
   st->loop_ = nullptr;
   st->listener_ = nullptr;
   st->head_sent_ = st->response_ended_ = st->request_ended_ = false;
+  st->response_status_ = 0;
   st->header_bytes_ = st->unconsumed_ = 0;
   st->send_waiting_since_ = 0;
   st->body_received_ = 0;
@@ -63,6 +64,7 @@ void Http2Exchange::send_head(const http::ResponseHead& head) {
   if (head_sent_)
     return;
   head_sent_ = true;
+  response_status_ = head.status;
   session_->submit_response(*this, head);
 }
 

@@ -1,10 +1,12 @@
 """portico-backend's counter app on a real memcached (--store memcached://HOST:PORT): counts
 shared by all workers, a 503 with a JSON error while memcached is down (never a wrong number),
-and recovery when it comes back."""
+recovery when it comes back, and a memcached that stops answering never stalls the worker's
+other requests (the client is non-blocking, on the worker's loop)."""
 import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -116,7 +118,7 @@ class MemcachedStoreTest(unittest.TestCase):
         self.assertNotIn("respawning", self.backend.read_log())
         # memcached comes back (empty: it keeps nothing across a restart).
         self.mc = self.start_memcached()
-        # Workers find it again within libmemcached's retry timeout (1 s), each on its own:
+        # Workers find it again within the client's retry time (1 s), each on its own:
         # until 12 answers in a row are numbers, a 503 may still come, but never a wrong number.
         answers = []
 
@@ -131,6 +133,50 @@ class MemcachedStoreTest(unittest.TestCase):
         self.assertEqual(values, list(range(values[0], values[0] + len(values))))
         self.assertEqual(values[0], 1)
         self.assertEqual(self.mc.get("counter:outage"), values[-1])
+
+
+def unread_by(port):
+    """Bytes waiting in the receive queues of port's accepted TCP connections (/proc/net/tcp)."""
+    total = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if int(local.split(":")[1], 16) == port and state == "01":  # ESTABLISHED
+                total += int(queues.split(":")[1], 16)
+    return total
+
+
+class StalledMemcached(unittest.TestCase):
+    """memcached stopped (SIGSTOP: connected, silent): one worker, a counter request waiting
+    on it, and a /hello on the same worker answered at once all the same."""
+
+    def test_hello_is_not_held_by_a_waiting_counter(self):
+        harness.need("memcached")
+        tmp = tempfile.mkdtemp(prefix="portico-mc-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        port = free_port()
+        mc = Memcached(port, os.path.join(tmp, "memcached.log"))
+        self.addCleanup(mc.stop)
+        backend = Backend("--store", f"memcached://127.0.0.1:{port}", workers=1)
+        self.addCleanup(backend.stop)
+        self.assertEqual(counter(backend.port, "stall")[2], {"counter": 1})  # connected
+        os.kill(mc.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, mc.pid, signal.SIGCONT)
+        result = {}
+        waiting = threading.Thread(target=lambda: result.update(c=counter(backend.port, "stall")))
+        waiting.start()
+        # The worker has sent its incr: it sits unread in the stopped memcached's socket.
+        wait_until(lambda: unread_by(port) > 0, what="the incr waiting in memcached's socket")
+        t0 = time.monotonic()
+        status, body = harness.http_get(backend.port, "/hello", timeout=5)
+        hello_took = time.monotonic() - t0
+        waiting.join(timeout=10)
+        self.assertEqual(status, 200)
+        self.assertLess(hello_took, 0.5)  # a blocking client held the worker for its 1 s timeout
+        status, _, body = result["c"]
+        self.assertEqual(status, 503, body)  # the stalled memcached times out after 1 s
+        self.assertIn("did not answer", body["error"])
 
 
 if __name__ == "__main__":

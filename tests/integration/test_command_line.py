@@ -66,7 +66,7 @@ class CommandLineTest(unittest.TestCase):
                 (PORTICO, "portico",
                  ("nghttp2", "OpenSSL", "libev", "llhttp", "c-ares", "toml++", "prometheus-cpp")),
                 (harness.BACKEND, "portico-backend",
-                 ("nghttp2", "OpenSSL", "libev", "llhttp", "libmemcached", "prometheus-cpp"))):
+                 ("nghttp2", "OpenSSL", "libev", "llhttp", "prometheus-cpp"))):
             with self.subTest(binary=name):
                 short = run(binary, "--version")
                 self.assertEqual(short.returncode, 0, short.stderr)

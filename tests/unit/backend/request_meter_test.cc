@@ -16,6 +16,7 @@ public:
   explicit FakeExchange(bool request_ended = true) { request_ended_ = request_ended; }
   void send_head(const http::ResponseHead& head) override {
     head_sent_ = true;
+    response_status_ = head.status;
     status = head.status;
   }
   void send_body(std::string_view data) override { body += data; }
