@@ -1,5 +1,6 @@
 #include "portico/supervisor.h"
 
+#include "config/config_loader.h"
 #include "core/error_log.h"
 #include "core/sd_notify.h"
 #include "metrics/histogram.h"
@@ -130,6 +131,26 @@ void Supervisor::grace_cb(struct ev_loop*, ev_timer* w, int) {
     worker->stop();
 }
 
+void Supervisor::check_configuration() {
+  // Applying a new configuration is not built yet; checking it is, so that an operator who
+  // sends HUP learns at once whether the file would load (the errors as FILE:LINE:COL) and
+  // that the old configuration stays in force either way.
+  std::vector<std::string> errors;
+  auto next = config::load_config(cfg_.path, &errors);
+  for (const auto& e : errors)
+    log::write(log::Level::ERROR, log::Kind::GENERAL, "reload: %s", e.c_str());
+  if (!next) {
+    log::write(log::Level::ERROR, log::Kind::GENERAL,
+               "reload: %s has errors; still serving the configuration loaded at start",
+               cfg_.path.c_str());
+    return;
+  }
+  log::write(log::Level::WARN, log::Kind::GENERAL,
+             "reload: %s is valid, but applying a configuration while running is not supported "
+             "yet; still serving the one loaded at start (restart to apply it)",
+             cfg_.path.c_str());
+}
+
 void Supervisor::reopen_error_log() {
   if (cfg_.log.file.empty())
     return; // stderr: whoever holds it rotates it
@@ -178,8 +199,7 @@ void Supervisor::on_signal(int sig) {
     return;
   }
   if (sig == SIGHUP) {
-    log::write(log::Level::WARN, log::Kind::GENERAL,
-               "configuration reload is not supported yet; ignoring HUP");
+    check_configuration();
     return;
   }
   if (sig == SIGINT) {

@@ -40,6 +40,8 @@ private:
   void on_worker_done();
   void reopen_logs();
   void reopen_error_log();
+  // HUP: loads the file again and says what is wrong with it, or that it is valid.
+  void check_configuration();
 
   const config::Config& cfg_;
   std::vector<int> access_log_fds_; // per listener, -1: none; owned by main

@@ -1,6 +1,8 @@
-"""Signals an nginx operator sends, by kill or by `portico -s` (through [server] pid_file): USR1 after logrotate's rename reopens the access logs (the
-lines before go to the renamed file, the lines after to a new one, none lost); USR2 and HUP,
-not carried out yet, are said so on stderr and leave the proxy serving, never killed."""
+"""Signals an nginx operator sends, by kill or by `portico -s` (through [server] pid_file):
+USR1 after logrotate's rename reopens the access logs (the lines before go to the renamed
+file, the lines after to a new one, none lost); USR2, not carried out yet, is said so and
+leaves the proxy serving; HUP checks the configuration file again and says whether it is valid
+(applying it is not built yet), serving on with the one loaded at start."""
 import os
 import signal
 import subprocess
@@ -53,11 +55,25 @@ class Signals(unittest.TestCase):
         self.assertIn("reopened 1 access log(s)", self.proxy.process.read_log())
 
     def test_usr2_and_hup_do_not_kill_it(self):
-        for sig, said in ((signal.SIGUSR2, "ignoring USR2"), (signal.SIGHUP, "ignoring HUP")):
-            self.signal(sig)
-            wait_until(lambda: said in self.proxy.process.read_log(), what=said)
-            self.assertIsNone(self.proxy.process.proc.poll())
-            self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
+        self.signal(signal.SIGUSR2)
+        wait_until(lambda: "ignoring USR2" in self.proxy.process.read_log(), what="USR2 refused")
+        self.assertIsNone(self.proxy.process.proc.poll())
+        self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
+
+    def test_hup_checks_the_configuration_and_keeps_the_old_one(self):
+        # Applying a new configuration is not built yet: HUP says whether the file is valid.
+        self.signal(signal.SIGHUP)
+        wait_until(lambda: "is valid, but applying" in self.proxy.process.read_log(),
+                   what="the valid verdict")
+        with open(self.proxy.config_path, "a") as f:
+            f.write("\n[server]\nworkers = \"two\"\n")
+        self.signal(signal.SIGHUP)
+        wait_until(lambda: "has errors; still serving" in self.proxy.process.read_log(),
+                   what="the errors verdict")
+        self.assertRegex(self.proxy.process.read_log(),
+                         r"reload: \S+portico\.toml:\d+:\d+: ")
+        self.assertIsNone(self.proxy.process.proc.poll())
+        self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
 
     def portico_s(self, *args):
         return subprocess.run([os.path.join(harness.BUILD_DIR, "proxy", "portico"), *args],
