@@ -4,6 +4,7 @@
 #include "core/allocator_tuning.h"
 #include "core/error_log.h"
 #include "portico/command_line.h"
+#include "portico/log_file.h"
 #include "portico/pid_file.h"
 #include "portico/supervisor.h"
 #include "tls/tls_context.h"
@@ -14,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <set>
 #include <string_view>
 #include <sys/resource.h>
@@ -26,7 +26,7 @@ namespace {
 bool open_error_log(const portico::config::Config& cfg) {
   int fd = 2;
   if (!cfg.log.file.empty()) {
-    fd = ::open(cfg.log.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    fd = portico::proxy::open_log_file(cfg.log.file);
     if (fd < 0) {
       std::fprintf(stderr, "portico: error log %s: %s\n", cfg.log.file.c_str(),
                    std::strerror(errno));
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   for (const auto& l : cfg->listeners) {
     int fd = -1;
     if (!l.access_log.empty()) {
-      fd = ::open(l.access_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      fd = proxy::open_log_file(l.access_log);
       if (fd < 0) {
         std::fprintf(stderr, "portico: access log %s: %s\n", l.access_log.c_str(),
                      std::strerror(errno));

@@ -4,13 +4,12 @@
 #include "core/error_log.h"
 #include "core/sd_notify.h"
 #include "metrics/histogram.h"
+#include "portico/log_file.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace portico::proxy {
 
@@ -154,34 +153,25 @@ void Supervisor::check_configuration() {
 void Supervisor::reopen_error_log() {
   if (cfg_.log.file.empty())
     return; // stderr: whoever holds it rotates it
-  int fd = ::open(cfg_.log.file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || ::dup3(fd, log::fd(), O_CLOEXEC) < 0)
+  if (!reopen_log_file(cfg_.log.file, log::fd()))
     log::write(log::Level::ERROR, log::Kind::GENERAL,
                "reopening error log %s: %s; still writing to the old file", cfg_.log.file.c_str(),
                std::strerror(errno));
-  if (fd >= 0)
-    ::close(fd);
 }
 
 void Supervisor::reopen_logs() {
-  // logrotate renamed the files and sent USR1: open each path anew and put the new file under
-  // the descriptor number the workers write to. dup2 swaps it in one step, so no line is lost
-  // or split and no worker is told anything; until then, lines go to the renamed file.
+  // logrotate renamed the files and sent USR1 (log_file.h).
   int reopened = 0;
   for (size_t i = 0; i < access_log_fds_.size() && i < cfg_.listeners.size(); ++i) {
     if (access_log_fds_[i] < 0)
       continue;
     const std::string& path = cfg_.listeners[i].access_log;
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || ::dup3(fd, access_log_fds_[i], O_CLOEXEC) < 0) {
+    if (!reopen_log_file(path, access_log_fds_[i])) {
       log::write(log::Level::ERROR, log::Kind::GENERAL,
                  "reopening access log %s: %s; still writing to the old file", path.c_str(),
                  std::strerror(errno));
-      if (fd >= 0)
-        ::close(fd);
       continue;
     }
-    ::close(fd);
     ++reopened;
   }
   reopen_error_log();

@@ -56,9 +56,7 @@ bool Http1ConnectionPool::reuse(UpstreamStreamListener* listener, bool fresh) {
 
 void Http1ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
   ++open_;
-  auto* u = new Http1UpstreamConnection(*this, fd);
-  u->attach(listener, listener->is_head_request());
-  listener->on_upstream_ready(*u);
+  hand_to(new Http1UpstreamConnection(*this, fd), listener);
 }
 
 bool Http1ConnectionPool::close_one_idle() {

@@ -311,8 +311,7 @@ void Http1UpstreamConnection::close() {
   state_ = State::CLOSED;
   close_socket();
   out_.clear();
-  pool_.deferred().cancel(this);
-  conns_.on_closed(this);
+  conns_.on_closed(this); // disposes of this, its queued flush cancelled
 }
 
 } // namespace portico::upstream

@@ -419,7 +419,6 @@ void Http2UpstreamConnection::close(UpstreamError e) {
   state_ = State::CLOSED;
   close_socket();
   out_.clear();
-  pool_.deferred().cancel(this);
   // Every stream still carrying a request fails. One the connect never carried was not
   // delivered; one that saw no response byte may or may not have been.
   bool connect_failed = is_connect_failure(e);
@@ -435,7 +434,7 @@ void Http2UpstreamConnection::close(UpstreamError e) {
     }
   if (!connect_failed && !failed.empty())
     pool_.metrics().errors[static_cast<int>(e)].inc();
-  conns_.closed(this);
+  conns_.closed(this); // disposes of this, its queued flush cancelled
   for (auto [client, delivery] : failed)
     client->on_upstream_error(e, delivery);
 }
