@@ -74,6 +74,9 @@ struct ClusterConfig {
   size_t max_response_header_bytes = 65536; // a response head (or trailer section), 502 above
   bool retry_non_idempotent = false;        // ...for POST/PATCH too (nginx: non_idempotent)
   double fail_timeout = 10; // an endpoint whose connect failed is passed over this long; 0 = never
+
+  // A reload keeps a cluster's pools and metrics only when nothing in it changed.
+  bool operator==(const ClusterConfig&) const = default;
 };
 
 struct RouteConfig {

@@ -18,7 +18,15 @@ WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double
   for (size_t i = 0; i <= cfg.routes.size(); ++i)
     routes_.push_back(std::make_unique<RouteMetrics>(bounds));
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
-    clusters_.push_back(std::make_unique<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));
+    clusters_.push_back(std::make_shared<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));
+}
+
+WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
+                             const WorkerMetrics& previous, const std::vector<int>& kept)
+    : WorkerMetrics(cfg, bounds) {
+  for (size_t i = 0; i < clusters_.size() && i < kept.size(); ++i)
+    if (kept[i] >= 0)
+      clusters_[i] = previous.clusters_[static_cast<size_t>(kept[i])];
 }
 
 EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, size_t cluster,

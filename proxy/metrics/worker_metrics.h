@@ -89,6 +89,11 @@ EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, siz
 class WorkerMetrics {
 public:
   WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds);
+  // After a reload: a kept cluster (kept[i] >= 0, config_diff.h) goes on counting in the
+  // shard it had in previous, shared with the generation that still drains; the rest start
+  // at zero.
+  WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
+                const WorkerMetrics& previous, const std::vector<int>& kept);
   // Routes in config order, then one for requests no route matched.
   RouteMetrics& route(size_t i) { return *routes_[i]; }
   ClusterMetrics& cluster(size_t i) { return *clusters_[i]; }
@@ -99,7 +104,7 @@ public:
 
 private:
   std::vector<std::unique_ptr<RouteMetrics>> routes_;
-  std::vector<std::unique_ptr<ClusterMetrics>> clusters_;
+  std::vector<std::shared_ptr<ClusterMetrics>> clusters_;
 };
 
 } // namespace portico::metrics

@@ -4,6 +4,8 @@
 #include "metrics/exposition.h"
 #include "portico/proxy_worker.h"
 
+#include <unistd.h>
+
 namespace portico::proxy {
 
 namespace {
@@ -16,10 +18,15 @@ void append_json_string(std::string& out, std::string_view s) {
 
 } // namespace
 
-AdminHandler::AdminHandler(const config::Config& cfg,
+AdminHandler::AdminHandler(std::shared_ptr<const config::Config> cfg,
                            const std::vector<std::unique_ptr<ProxyWorker>>& workers,
                            double started_at)
-    : cfg_(cfg), workers_(workers), started_at_(started_at) {}
+    : cfg_(std::move(cfg)), workers_(workers), started_at_(started_at) {}
+
+void AdminHandler::set_config(std::shared_ptr<const config::Config> cfg) {
+  cfg_ = std::move(cfg);
+  ++reloads_;
+}
 
 std::string AdminHandler::status_json(double now) const {
   uint64_t opened = 0, closed = 0, requests = 0;
@@ -30,6 +37,8 @@ std::string AdminHandler::status_json(double now) const {
   }
   std::string out = "{\"version\":";
   append_json_string(out, PORTICO_VERSION_STRING);
+  out += ",\"pid\":" + std::to_string(static_cast<long long>(::getpid()));
+  out += ",\"reloads\":" + std::to_string(reloads_);
   out += ",\"uptime_seconds\":" + std::to_string(static_cast<long long>(now - started_at_));
   out += ",\"workers\":" + std::to_string(workers_.size());
   out += draining_ ? ",\"draining\":true" : ",\"draining\":false";
@@ -39,8 +48,8 @@ std::string AdminHandler::status_json(double now) const {
   std::vector<const metrics::WorkerMetrics*> shards;
   for (const auto& w : workers_)
     shards.push_back(&w->metrics());
-  for (size_t i = 0; i < cfg_.clusters.size(); ++i) {
-    const auto& c = cfg_.clusters[i];
+  for (size_t i = 0; i < cfg_->clusters.size(); ++i) {
+    const auto& c = cfg_->clusters[i];
     out += i ? ",{\"name\":" : "{\"name\":";
     append_json_string(out, c.name);
     out += ",\"max_connections\":" + std::to_string(c.max_connections);
@@ -74,7 +83,7 @@ void AdminHandler::on_request(server::Exchange& ex) {
       shards.push_back(&w->metrics());
       servers.push_back(&w->server_stats());
     }
-    std::string body = metrics::expose(cfg_, shards, servers, now - started_at_);
+    std::string body = metrics::expose(*cfg_, shards, servers, now - started_at_);
     ex.respond(200, "text/plain; version=0.0.4; charset=utf-8", body);
   } else if (path == "/healthz") {
     ex.respond(200, "text/plain", "ok\n");

@@ -22,13 +22,16 @@ constexpr const char* kUsage = R"(usage: portico -c FILE [-t | -T]
                       FILE:LINE:COL
   -T, --dump-config   check it and print it, every default filled in, as TOML
   -s, --signal NAME   tell the running portico: stop (now, INT), quit (gracefully, QUIT),
-                      reopen (the logs, USR1), reload (HUP); its pid is read from
+                      reopen (the logs, USR1), reload (the configuration, HUP), upgrade
+                      (to the program file installed now, USR2); its pid is read from
                       --pid-file FILE, or from the configuration's [server] pid_file
   -v, --version       print the version
   -V, --build-info    print the version, build type, compiler and every library's version
   -h, --help          this text
 Signals: TERM/QUIT graceful stop (GOAWAY, Connection: close, in-flight requests finish within
-[server] grace_period), INT immediate stop, USR1 reopen the access logs (logrotate).
+[server] grace_period), INT immediate stop, HUP reload the configuration (kept when it has
+errors), USR1 reopen the logs (logrotate), USR2 binary upgrade (start the program again with
+the listening sockets; this process drains once the new one serves).
 )";
 
 void print_build_info() {
@@ -51,6 +54,8 @@ int signal_for(const std::string& name) {
     return SIGUSR1;
   if (name == "reload")
     return SIGHUP;
+  if (name == "upgrade")
+    return SIGUSR2;
   return 0;
 }
 
@@ -75,7 +80,7 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_c
     case 's':
       cl.signal = optarg;
       if (!signal_for(cl.signal)) {
-        std::fprintf(stderr, "portico: -s %s: one of stop, quit, reopen, reload\n", optarg);
+        std::fprintf(stderr, "portico: -s %s: one of stop, quit, reopen, reload, upgrade\n", optarg);
         return std::nullopt;
       }
       break;

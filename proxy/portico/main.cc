@@ -4,10 +4,11 @@
 #include "core/allocator_tuning.h"
 #include "core/error_log.h"
 #include "portico/command_line.h"
+#include "portico/config_generation.h"
+#include "portico/listener_sockets.h"
 #include "portico/log_file.h"
 #include "portico/pid_file.h"
 #include "portico/supervisor.h"
-#include "tls/tls_context.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
+#include <limits.h>
 #include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@
 namespace {
 
 // [log] file, or stderr; under systemd (JOURNAL_STREAM) lines carry sd-daemon priorities.
-bool open_error_log(const portico::config::Config& cfg) {
+bool open_error_log(const portico::config::Config& cfg, bool journal) {
   int fd = 2;
   if (!cfg.log.file.empty()) {
     fd = portico::proxy::open_log_file(cfg.log.file);
@@ -33,7 +34,7 @@ bool open_error_log(const portico::config::Config& cfg) {
       return false;
     }
   }
-  portico::core::log::configure(cfg.log.level, fd, std::getenv("JOURNAL_STREAM") != nullptr);
+  portico::core::log::configure(cfg.log.level, fd, journal);
   return true;
 }
 
@@ -44,6 +45,36 @@ int send_signal(const std::string& pid_file, const std::string& name) {
     return 1;
   }
   return 0;
+}
+
+// Like HAProxy's maxconn from ulimit -n: by default as many client connections as the
+// open-file limit leaves room for, each with an upstream connection, after the descriptors
+// the process needs itself (listeners, loops, logs, the admin endpoint's 32). At that limit
+// accepting pauses; running out of descriptors is left to the rare burst of idle upstreams.
+int connections_from_fd_limit(int workers, size_t listeners) {
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur == RLIM_INFINITY)
+    return 0;
+  long own = 16 + 32 + static_cast<long>(workers) * (3 + 2 * static_cast<long>(listeners));
+  long room = (static_cast<long>(nofile.rlim_cur) - own) / 2;
+  int derived = static_cast<int>(std::clamp(room, 1L, 10000000L));
+  std::fprintf(stderr,
+               "portico: max_connections %d (from the open-file limit %llu; [server] "
+               "max_connections sets it)\n",
+               derived, static_cast<unsigned long long>(nofile.rlim_cur));
+  return derived;
+}
+
+// argv as given, argv[0] made absolute when it names a path: USR2 starts whatever file is
+// there then (the new binary), from wherever the process has changed directory to.
+std::vector<std::string> command_for_upgrade(int argc, char** argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  if (!out.empty() && out[0].find('/') != std::string::npos && out[0][0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd))
+      out[0] = std::string(cwd) + "/" + out[0];
+  }
+  return out;
 }
 
 } // namespace
@@ -58,6 +89,15 @@ int main(int argc, char** argv) {
   const std::string& config_path = cl->config_path;
   if (!cl->signal.empty() && !cl->pid_file.empty())
     return send_signal(cl->pid_file, cl->signal);
+  // Blocked before anything is bound (a signal sent as soon as the port answers must not find
+  // the default action) and before any thread starts, so that every thread inherits the mask
+  // and the signals reach the supervisor's loop only. SIGCHLD: the USR2 upgrade's child.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD})
+    sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
   std::vector<std::string> errors;
   auto cfg = config::load_config(config_path, &errors);
   if (!cfg) {
@@ -75,23 +115,26 @@ int main(int argc, char** argv) {
     }
     return send_signal(cfg->server.pid_file, cl->signal);
   }
-  if (!cl->test_only && !cl->dump_config && !open_error_log(*cfg))
+  bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  bool serving = !cl->test_only && !cl->dump_config;
+  if (serving && !open_error_log(*cfg, journal))
     return 1;
+  int workers = cfg->server.workers > 0 ? cfg->server.workers
+                                        : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
+  int derived_max_connections = 0;
+  if (serving && cfg->server.max_connections == 0) {
+    derived_max_connections = connections_from_fd_limit(workers, cfg->listeners.size());
+    cfg->server.max_connections = derived_max_connections;
+  }
   // TLS contexts are made before anything starts, so a bad certificate fails -t as well.
-  std::vector<std::unique_ptr<tls::TlsContext>> tls_contexts(cfg->listeners.size());
-  for (size_t i = 0; i < cfg->listeners.size(); ++i) {
-    if (!cfg->listeners[i].tls_enabled)
-      continue;
-    auto made = tls::TlsContext::create(cfg->listeners[i].tls);
-    if (!made) {
-      std::fprintf(stderr, "%s: listener %s: %s\n", config_path.c_str(),
-                   cfg->listeners[i].address.text.c_str(), made.error().c_str());
-      return 1;
-    }
-    tls_contexts[i] = std::move(*made);
+  auto shared = std::make_shared<const config::Config>(std::move(*cfg));
+  auto first = proxy::ConfigGeneration::prepare(shared, 1);
+  if (!first) {
+    std::fprintf(stderr, "%s\n", first.error().c_str());
+    return 1;
   }
   if (cl->dump_config) {
-    std::fputs(config::dump_config(*cfg).c_str(), stdout);
+    std::fputs(config::dump_config(*shared).c_str(), stdout);
     return 0;
   }
   if (cl->test_only) {
@@ -100,120 +143,36 @@ int main(int argc, char** argv) {
   }
 
   std::signal(SIGPIPE, SIG_IGN);
-
-  int workers = cfg->server.workers > 0 ? cfg->server.workers
-                                        : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
-  // Like HAProxy's maxconn from ulimit -n: by default as many client connections as the
-  // open-file limit leaves room for, each with an upstream connection, after the descriptors
-  // the process needs itself (listeners, loops, logs, the admin endpoint's 32). At that limit
-  // accepting pauses; running out of descriptors is left to the rare burst of idle upstreams.
-  if (cfg->server.max_connections == 0) {
-    rlimit nofile{};
-    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
-      long own =
-          16 + 32 + static_cast<long>(workers) * (3 + 2 * static_cast<long>(cfg->listeners.size()));
-      long room = (static_cast<long>(nofile.rlim_cur) - own) / 2;
-      cfg->server.max_connections = static_cast<int>(std::clamp(room, 1L, 10000000L));
-      std::fprintf(stderr,
-                   "portico: max_connections %d (from the open-file limit %llu; [server] "
-                   "max_connections sets it)\n",
-                   cfg->server.max_connections, static_cast<unsigned long long>(nofile.rlim_cur));
-    }
+  auto sockets = std::make_unique<proxy::ListenerSockets>();
+  if (auto inherited = sockets->inherit_from_environment(); !inherited) {
+    std::fprintf(stderr, "portico: %s\n", inherited.error().c_str());
+    return 1;
   }
-  // TCP listeners get a socket per worker (SO_REUSEPORT: the kernel spreads connections);
-  // a unix socket is shared, each worker accepting through EPOLLEXCLUSIVE.
-  std::vector<std::vector<proxy::ProxyWorker::Listen>> fds(workers);
-  std::vector<std::string> unix_paths;
-  for (size_t li = 0; li < cfg->listeners.size(); ++li) {
-    const auto& l = cfg->listeners[li];
-    SSL_CTX* tls = tls_contexts[li] ? tls_contexts[li]->get() : nullptr;
-    bool tcp = l.address.kind == core::ListenAddress::Kind::TCP;
-    int shared = -1;
-    for (int w = 0; w < workers; ++w) {
-      int fd = shared;
-      if (tcp || shared < 0) {
-        auto opened = core::open_listener(l.address, 4096, tcp);
-        if (!opened) {
-          std::fprintf(stderr, "portico: %s\n", opened.error().c_str());
-          return 1;
-        }
-        fd = *opened;
-      }
-      if (!tcp)
-        shared = fd;
-      fds[w].push_back({fd, tls, static_cast<uint16_t>(li)});
-    }
-    if (!tcp)
-      unix_paths.push_back(l.address.path);
-    core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s",
-                     l.address.text.c_str());
+  if (auto opened = sockets->open_for(*shared, workers); !opened) {
+    std::fprintf(stderr, "portico: %s\n", opened.error().c_str());
+    return 1;
   }
-
-  // Access logs are opened here, once, and shared by the workers (O_APPEND, whole lines).
-  std::vector<int> access_log_fds;
-  for (const auto& l : cfg->listeners) {
-    int fd = -1;
-    if (!l.access_log.empty()) {
-      fd = proxy::open_log_file(l.access_log);
-      if (fd < 0) {
-        std::fprintf(stderr, "portico: access log %s: %s\n", l.access_log.c_str(),
-                     std::strerror(errno));
-        return 1;
-      }
-    }
-    access_log_fds.push_back(fd);
-  }
-
-  int admin_fd = -1;
-  if (cfg->admin.enabled) {
-    auto opened = core::open_listener(cfg->admin.address, 128, false);
-    if (!opened) {
-      std::fprintf(stderr, "portico: admin: %s\n", opened.error().c_str());
-      return 1;
-    }
-    admin_fd = *opened;
-    core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "admin on %s",
-                     cfg->admin.address.text.c_str());
-  }
-
-  if (!cfg->server.pid_file.empty()) {
-    if (auto written = proxy::write_pid_file(cfg->server.pid_file); !written) {
+  const std::string pid_file = shared->server.pid_file;
+  if (!pid_file.empty()) {
+    if (auto written = proxy::write_pid_file(pid_file); !written) {
       std::fprintf(stderr, "portico: %s\n", written.error().c_str());
       return 1;
     }
   }
 
-  // Blocked before any thread starts, so that every thread inherits the mask and the signals
-  // reach the supervisor's loop only.
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2})
-    sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
   int code;
   {
-    std::vector<std::vector<proxy::ProxyWorker::Listen>> per_worker = fds;
-    std::vector<tls::TlsContext*> tls;
-    for (auto& t : tls_contexts)
-      tls.push_back(t.get());
-    proxy::Supervisor supervisor(*cfg, std::move(per_worker), admin_fd, access_log_fds, tls);
+    proxy::Supervisor::Startup startup;
+    startup.first = std::move(*first);
+    startup.sockets = std::move(sockets);
+    startup.workers = workers;
+    startup.argv = command_for_upgrade(argc, argv);
+    startup.journal = journal;
+    startup.derived_max_connections = derived_max_connections;
+    proxy::Supervisor supervisor(std::move(startup));
     code = supervisor.run();
-  }
-  std::set<int> open_fds; // a unix socket is shared by the workers: close it once
-  for (auto& list : fds)
-    for (const auto& l : list)
-      open_fds.insert(l.fd);
-  for (int fd : open_fds)
-    ::close(fd);
-  if (admin_fd >= 0)
-    ::close(admin_fd);
-  for (int fd : access_log_fds)
-    if (fd >= 0)
-      ::close(fd);
-  for (const auto& p : unix_paths)
-    ::unlink(p.c_str());
-  if (!cfg->server.pid_file.empty())
-    ::unlink(cfg->server.pid_file.c_str());
+  } // the sockets close here; unix socket files are removed unless handed over
+  if (!pid_file.empty())
+    proxy::remove_pid_file_if_ours(pid_file);
   return code;
 }

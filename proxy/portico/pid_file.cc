@@ -24,6 +24,17 @@ core::expected<void, std::string> write_pid_file(const std::string& path) {
   return {};
 }
 
+void remove_pid_file_if_ours(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f)
+    return;
+  long pid = 0;
+  bool read = std::fscanf(f, "%ld", &pid) == 1;
+  std::fclose(f);
+  if (read && pid == static_cast<long>(::getpid()))
+    ::unlink(path.c_str());
+}
+
 core::expected<int, std::string> signal_pid_file(const std::string& path, int sig) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (!f)

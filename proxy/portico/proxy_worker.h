@@ -1,19 +1,22 @@
 #pragma once
 // One worker thread of portico: its own libev loop, its own accept sockets (SO_REUSEPORT for
 // TCP), its own clusters and pools, its own server context. Nothing on the request path is
-// shared with another worker; the main thread talks to it only through an ev_async.
-#include "config/config.h"
+// shared with another worker; the main thread talks to it only through an ev_async and a
+// mutex-guarded mailbox that the request path never touches.
+//
+// What it serves comes in generations (worker_generation.h): one at start, one more per
+// reload. The newest accepts; the older ones drain and go.
 #include "core/deferred_queue.h"
-#include "metrics/access_log.h"
+#include "metrics/server_stats.h"
 #include "metrics/worker_metrics.h"
-#include "server/acceptor.h"
-#include "server/server_context.h"
+#include "portico/worker_generation.h"
 #include "upstream/dns_resolver.h"
-#include "upstream/router.h"
 
 #include <atomic>
+#include <cstdint>
 #include <ev.h>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,17 +25,10 @@ namespace portico::proxy {
 
 class ProxyWorker {
 public:
-  struct Listen {
-    int fd;
-    SSL_CTX* tls;      // null for cleartext
-    uint16_t listener; // index in the configuration
-  };
-  // bounds: the histograms' bucket bounds, shared by every worker. done: sent (from the worker
-  // thread) when its loop has ended.
-  // access_log_fds: per configured listener, its log file or -1.
-  ProxyWorker(const config::Config& cfg, int index, int count, std::vector<Listen> listens,
-              const std::vector<double>* bounds, const std::vector<int>& access_log_fds,
-              struct ev_loop* main_loop, ev_async* done);
+  // first: the generation it starts with. done: sent (from the worker thread) when a
+  // generation was applied or retired, and when its loop has ended.
+  ProxyWorker(int index, int count, GenerationSpec first, struct ev_loop* main_loop,
+              ev_async* done);
   ~ProxyWorker();
   ProxyWorker(const ProxyWorker&) = delete;
   ProxyWorker& operator=(const ProxyWorker&) = delete;
@@ -42,37 +38,56 @@ public:
   void enable_heartbeat(double every);
   double heartbeat() const { return heartbeat_.load(std::memory_order_relaxed); }
   void start();
+  // From the main thread: new connections go to spec's generation from the worker's next
+  // loop pass on; the one before drains. Its metrics are what metrics() shows from now on.
+  void reload(GenerationSpec spec);
+  // From the main thread: the generations applied and retired since the last call.
+  struct Progress {
+    std::vector<uint64_t> applied, retired;
+  };
+  Progress take_progress();
   // From any thread: stop accepting, finish in-flight exchanges (GOAWAY, Connection: close).
   void drain();
   // From any thread: close everything now and end the loop.
   void stop();
   void join();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
-  // For the admin thread: read with relaxed loads, never written from there.
+  // For the admin thread: read with relaxed loads, never written from there. The metrics are
+  // the newest generation's.
   const metrics::WorkerMetrics& metrics() const { return *metrics_; }
-  const server::ServerStats& server_stats() const { return ctx_->stats(); }
+  const server::ServerStats& server_stats() const { return stats_; }
 
 private:
   static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void heartbeat_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void reap_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_async();
+  void apply(GenerationSpec spec);
+  // From a generation's drained callback: it is destroyed on the next loop pass.
+  void retire(WorkerGeneration* g);
+  void report();
   void run();
 
   struct ev_loop* loop_;
-  std::unique_ptr<metrics::WorkerMetrics> metrics_;
+  server::ServerStats stats_;
+  std::shared_ptr<metrics::WorkerMetrics> metrics_; // main thread's view
   std::unique_ptr<core::DeferredQueue> deferred_;
   std::unique_ptr<upstream::DnsResolver> resolver_;
-  std::vector<std::unique_ptr<metrics::AccessLog>> access_logs_; // by listener; null: off
-  std::unique_ptr<upstream::Router> router_;
-  std::unique_ptr<server::ServerContext> ctx_;
-  std::vector<Listen> listens_;
-  std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
+  WorkerServices services_;
+  std::vector<std::unique_ptr<WorkerGeneration>> live_;    // the newest last
+  std::vector<std::unique_ptr<WorkerGeneration>> retired_; // destroyed by reap_
+  ev_timer reap_;
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> finished_{false};
   std::atomic<double> heartbeat_{0}; // ev_now() of the last beat
   ev_timer heartbeat_timer_;
   bool draining_ = false;
+
+  std::mutex mailbox_mu_; // the main thread and this worker, never the request path
+  std::vector<GenerationSpec> pending_;
+  Progress progress_;
+
   struct ev_loop* main_loop_;
   ev_async* done_;
   std::string name_; // "worker N" in the error log

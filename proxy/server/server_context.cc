@@ -22,6 +22,11 @@ ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
     : loop_(loop), handler_(handler), limits_(limits), deferred_(&deferred) {}
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
+                             const ServerLimits& limits, core::DeferredQueue& deferred,
+                             ServerStats& stats)
+    : loop_(loop), handler_(handler), limits_(limits), stats_(&stats), deferred_(&deferred) {}
+
+ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits)
     : loop_(loop), handler_(handler), limits_(limits),
       own_deferred_(std::make_unique<core::DeferredQueue>(loop)), deferred_(own_deferred_.get()) {}
@@ -38,7 +43,7 @@ void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, ui
   if (listener >= per_listener_.size())
     per_listener_.resize(listener + 1);
   ++per_listener_[listener];
-  stats_.connections_accepted.inc();
+  stats_->connections_accepted.inc();
   if (draining_)
     c->drain();
 }
@@ -51,7 +56,7 @@ ClientRejection ServerContext::may_accept(uint16_t listener) const {
   if (limits_.max_connections && connections_.size() >= limits_.max_connections)
     return ClientRejection::AT_LIMIT;
   if (limits_.max_buffer_blocks &&
-      stats_.buffer_blocks.load(std::memory_order_relaxed) >= limits_.max_buffer_blocks)
+      stats_->buffer_blocks.load(std::memory_order_relaxed) >= limits_.max_buffer_blocks)
     return ClientRejection::MEMORY;
   uint32_t cap = listener < limits_.listener_max_connections.size()
                      ? limits_.listener_max_connections[listener]
@@ -67,7 +72,7 @@ void ServerContext::close_fds_after_fork() {
 }
 
 void ServerContext::destroy(ClientConnection* c) {
-  stats_.connections_closed.inc();
+  stats_->connections_closed.inc();
   --per_listener_[c->listener()];
   size_t i = c->index;
   connections_[i] = connections_.back();

@@ -63,6 +63,10 @@ public:
   // proxy worker's upstreams). Without one the context makes its own (the loop has no other).
   ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits,
                 core::DeferredQueue& deferred);
+  // stats: counted there rather than in the context's own, so that the contexts a worker
+  // runs one after another across reloads add up to one set of figures.
+  ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits,
+                core::DeferredQueue& deferred, ServerStats& stats);
   ServerContext(struct ev_loop* loop, RequestHandler& handler, const ServerLimits& limits);
   ~ServerContext();
   ServerContext(const ServerContext&) = delete;
@@ -73,8 +77,8 @@ public:
   }
   RequestHandler& handler() const { return handler_; }
   const ServerLimits& limits() const { return limits_; }
-  ServerStats& stats() { return stats_; }
-  const ServerStats& stats() const { return stats_; }
+  ServerStats& stats() { return *stats_; }
+  const ServerStats& stats() const { return *stats_; }
 
   // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.
@@ -110,7 +114,8 @@ private:
   struct ev_loop* loop_;
   RequestHandler& handler_;
   ServerLimits limits_;
-  ServerStats stats_;
+  ServerStats own_stats_;
+  ServerStats* stats_ = &own_stats_;
   std::unique_ptr<core::DeferredQueue> own_deferred_; // when the loop had none
   core::DeferredQueue* deferred_;
   std::vector<ClientConnection*> connections_; // index kept in each connection

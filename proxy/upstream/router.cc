@@ -15,7 +15,7 @@ std::string_view strip_port(std::string_view a) {
 }
 } // namespace
 
-Router::Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
+Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<Cluster>> clusters,
                metrics::WorkerMetrics& metrics,
                const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs)
     : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics), access_logs_(access_logs) {

@@ -16,11 +16,11 @@ namespace portico::upstream {
 
 class Router final : public server::RequestHandler {
 public:
-  Router(const config::Config& cfg, std::vector<std::unique_ptr<Cluster>> clusters,
+  Router(const config::Config& cfg, std::vector<std::shared_ptr<Cluster>> clusters,
          metrics::WorkerMetrics& metrics,
          const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs);
   void on_request(server::Exchange& ex) override;
-  const std::vector<std::unique_ptr<Cluster>>& clusters() const { return clusters_; }
+  const std::vector<std::shared_ptr<Cluster>>& clusters() const { return clusters_; }
 
   // A route's host pattern against a request authority (port ignored): exact, or
   // "*.example.com" for any subdomain.
@@ -28,7 +28,7 @@ public:
 
 private:
   const config::Config& cfg_;
-  std::vector<std::unique_ptr<Cluster>> clusters_;
+  std::vector<std::shared_ptr<Cluster>> clusters_;
   metrics::WorkerMetrics& metrics_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   ForwardingOptions fwd_;

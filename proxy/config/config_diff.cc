@@ -1,0 +1,45 @@
+#include "config/config_diff.h"
+
+namespace portico::config {
+
+std::vector<int> kept_clusters(const Config& old, const Config& next) {
+  std::vector<int> kept;
+  for (const auto& c : next.clusters) {
+    int found = -1;
+    for (size_t i = 0; i < old.clusters.size(); ++i)
+      if (old.clusters[i] == c)
+        found = static_cast<int>(i);
+    kept.push_back(found);
+  }
+  return kept;
+}
+
+namespace {
+
+template <typename T>
+void note(std::vector<std::string>& out, const char* name, const T& was, const T& now) {
+  if (!(was == now))
+    out.push_back(std::string(name) + " changed");
+}
+
+} // namespace
+
+std::vector<std::string> restart_only_changes(const Config& old, const Config& next) {
+  std::vector<std::string> out;
+  note(out, "[server] workers", old.server.workers, next.server.workers);
+  note(out, "[server] pid_file", old.server.pid_file, next.server.pid_file);
+  note(out, "[admin] enabled", old.admin.enabled, next.admin.enabled);
+  note(out, "[admin] address", socket_key(old.admin.address), socket_key(next.admin.address));
+  note(out, "[metrics] enabled", old.metrics.enabled, next.metrics.enabled);
+  note(out, "[metrics] buckets", old.metrics.buckets, next.metrics.buckets);
+  note(out, "[log] file", old.log.file, next.log.file);
+  return out;
+}
+
+std::string socket_key(const core::ListenAddress& a) {
+  if (a.kind == core::ListenAddress::Kind::UNIX)
+    return "unix:" + a.path;
+  return "tcp:" + a.host + ":" + std::to_string(a.port);
+}
+
+} // namespace portico::config

@@ -1,0 +1,181 @@
+#include "portico/listener_sockets.h"
+
+#include "config/config_diff.h"
+#include "core/error_log.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sstream>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace portico::proxy {
+
+namespace {
+constexpr int kBacklog = 4096;
+constexpr int kAdminBacklog = 128;
+constexpr const char* kEnv = "PORTICO_LISTEN_FDS";
+
+bool is_listening_socket(int fd) {
+  int on = 0;
+  socklen_t len = sizeof on;
+  return ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+} // namespace
+
+ListenerSockets::~ListenerSockets() {
+  for (const auto& [key, e] : by_key_)
+    close_entry(e);
+}
+
+void ListenerSockets::close_entry(const Entry& e) const {
+  for (int fd : e.fds)
+    ::close(fd);
+  if (!e.unix_path.empty() && !handed_over_)
+    ::unlink(e.unix_path.c_str());
+}
+
+std::string ListenerSockets::admin_key(const config::Config& cfg) {
+  return "admin " + config::socket_key(cfg.admin.address);
+}
+
+core::expected<void, std::string> ListenerSockets::inherit_from_environment() {
+  const char* value = std::getenv(kEnv);
+  if (!value)
+    return {};
+  std::string text = value;
+  ::unsetenv(kEnv); // not for the processes this one starts
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t space = line.rfind(' ');
+    if (line.empty() || space == std::string::npos)
+      return core::unexpected(std::string(kEnv) + ": malformed line '" + line + "'");
+    Entry e;
+    e.inherited = true;
+    std::string key = line.substr(0, space);
+    std::istringstream fds(line.substr(space + 1));
+    std::string item;
+    while (std::getline(fds, item, ',')) {
+      char* end = nullptr;
+      long fd = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end || fd < 3 || !is_listening_socket(static_cast<int>(fd)))
+        return core::unexpected(std::string(kEnv) + ": " + item + " for " + key +
+                                " is not a listening socket");
+      ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+      e.fds.push_back(static_cast<int>(fd));
+    }
+    if (key.rfind("unix:", 0) == 0)
+      e.unix_path = key.substr(5);
+    else if (key.rfind("admin unix:", 0) == 0)
+      e.unix_path = key.substr(11);
+    by_key_[key] = std::move(e);
+  }
+  return {};
+}
+
+core::expected<void, std::string> ListenerSockets::open_for(const config::Config& cfg,
+                                                            int workers) {
+  std::map<std::string, Entry> opened; // by this call: committed only if all open
+  auto fail = [&](std::string why) {
+    for (const auto& [key, e] : opened)
+      close_entry(e);
+    return core::unexpected(std::move(why));
+  };
+  auto want = [&](const std::string& key, const core::ListenAddress& a, int count, int backlog,
+                  bool reuse_port) -> core::expected<void, std::string> {
+    size_t have = 0;
+    if (auto it = by_key_.find(key); it != by_key_.end())
+      have = it->second.fds.size();
+    if (auto it = opened.find(key); it != opened.end())
+      have += it->second.fds.size();
+    for (size_t i = have; i < static_cast<size_t>(count); ++i) {
+      auto fd = core::open_listener(a, backlog, reuse_port);
+      if (!fd)
+        return core::unexpected(fd.error());
+      Entry& e = opened[key];
+      e.fds.push_back(*fd);
+      if (a.kind == core::ListenAddress::Kind::UNIX)
+        e.unix_path = a.path;
+      core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s",
+                       a.text.c_str());
+    }
+    return {};
+  };
+  for (const auto& l : cfg.listeners) {
+    bool tcp = l.address.kind == core::ListenAddress::Kind::TCP;
+    if (auto r = want(config::socket_key(l.address), l.address, tcp ? workers : 1, kBacklog, tcp);
+        !r)
+      return fail(r.error());
+  }
+  if (cfg.admin.enabled)
+    if (auto r = want(admin_key(cfg), cfg.admin.address, 1, kAdminBacklog, false); !r)
+      return fail("admin: " + r.error());
+  for (auto& [key, e] : opened) {
+    Entry& into = by_key_[key];
+    into.fds.insert(into.fds.end(), e.fds.begin(), e.fds.end());
+    into.unix_path = e.unix_path;
+  }
+  return {};
+}
+
+std::vector<int> ListenerSockets::for_worker(const core::ListenAddress& a, int worker,
+                                             int workers) const {
+  std::vector<int> out;
+  auto it = by_key_.find(config::socket_key(a));
+  if (it == by_key_.end())
+    return out;
+  const auto& fds = it->second.fds;
+  if (a.kind == core::ListenAddress::Kind::UNIX)
+    return {fds.front()};
+  for (size_t i = static_cast<size_t>(worker); i < fds.size(); i += static_cast<size_t>(workers))
+    out.push_back(fds[i]);
+  return out;
+}
+
+int ListenerSockets::admin_fd(const config::Config& cfg) const {
+  if (!cfg.admin.enabled)
+    return -1;
+  auto it = by_key_.find(admin_key(cfg));
+  return it == by_key_.end() ? -1 : it->second.fds.front();
+}
+
+void ListenerSockets::close_unused(const config::Config& cfg) {
+  std::set<std::string> used;
+  for (const auto& l : cfg.listeners)
+    used.insert(config::socket_key(l.address));
+  if (cfg.admin.enabled)
+    used.insert(admin_key(cfg));
+  for (auto it = by_key_.begin(); it != by_key_.end();) {
+    if (used.count(it->first)) {
+      ++it;
+      continue;
+    }
+    core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL,
+                     "closing the sockets of %s: no listener has it now", it->first.c_str());
+    close_entry(it->second);
+    it = by_key_.erase(it);
+  }
+}
+
+std::string ListenerSockets::environment_value() const {
+  std::string out;
+  for (const auto& [key, e] : by_key_) {
+    out += key;
+    for (size_t i = 0; i < e.fds.size(); ++i)
+      out += (i ? "," : " ") + std::to_string(e.fds[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::vector<int> ListenerSockets::all_fds() const {
+  std::vector<int> out;
+  for (const auto& [key, e] : by_key_)
+    out.insert(out.end(), e.fds.begin(), e.fds.end());
+  return out;
+}
+
+} // namespace portico::proxy
