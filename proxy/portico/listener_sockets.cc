@@ -99,9 +99,10 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
       e.fds.push_back(*fd);
       if (a.kind == core::ListenAddress::Kind::UNIX)
         e.unix_path = a.path;
+    }
+    if (have < static_cast<size_t>(count))
       core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s",
                        a.text.c_str());
-    }
     return {};
   };
   for (const auto& l : cfg.listeners) {

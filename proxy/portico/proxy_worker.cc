@@ -1,29 +1,52 @@
 #include "portico/proxy_worker.h"
 
+#include "config/config_diff.h"
 #include "core/block_pool.h"
 #include "core/error_log.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace portico::proxy {
+
+namespace {
+// How often old generations are looked at while some are left: freeing them is not urgent,
+// and looking costs two loads each.
+constexpr ev_tstamp kRetireCheck = 0.25;
+
+// Each listener index of old's its index in next, by socket; -1 for one next has not.
+std::vector<int> listener_map(const config::Config& old, const config::Config& next) {
+  std::vector<int> map;
+  for (const auto& l : old.listeners) {
+    int to = -1;
+    for (size_t i = 0; i < next.listeners.size(); ++i)
+      if (config::socket_key(next.listeners[i].address) == config::socket_key(l.address))
+        to = static_cast<int>(i);
+    map.push_back(to);
+  }
+  return map;
+}
+} // namespace
 
 ProxyWorker::ProxyWorker(int index, int count, GenerationSpec first, struct ev_loop* main_loop,
                          ev_async* done)
     : loop_(ev_loop_new(EVFLAG_AUTO)), metrics_(first.metrics),
       deferred_(std::make_unique<core::DeferredQueue>(loop_)),
       resolver_(std::make_unique<upstream::DnsResolver>(loop_)),
-      services_{loop_, *deferred_, *resolver_, stats_, index, count}, main_loop_(main_loop),
-      done_(done), name_("worker " + std::to_string(index)) {
-  // The worker's one deferral queue serves its client and upstream connections alike.
+      services_{loop_, *deferred_, *resolver_, index, count}, main_loop_(main_loop), done_(done),
+      name_("worker " + std::to_string(index)) {
   live_.push_back(std::make_unique<WorkerGeneration>(services_, std::move(first), nullptr));
+  WorkerGeneration& g = *live_.back();
+  // The worker's one deferral queue serves its client and upstream connections alike.
+  ctx_ = std::make_unique<server::ServerContext>(
+      loop_, g.router(), limits_for(*g.spec().cfg, count), *deferred_, stats_);
+  g.epoch = ctx_->epoch();
   ev_async_init(&async_, async_cb);
   async_.data = this;
   ev_async_start(loop_, &async_);
   ev_init(&heartbeat_timer_, heartbeat_cb);
   heartbeat_timer_.data = this;
-  ev_init(&reap_, reap_cb);
-  reap_.data = this;
+  ev_init(&retire_, retire_cb);
+  retire_.data = this;
 }
 
 void ProxyWorker::enable_heartbeat(double every) {
@@ -38,18 +61,30 @@ void ProxyWorker::heartbeat_cb(struct ev_loop* loop, ev_timer* w, int) {
 
 ProxyWorker::~ProxyWorker() {
   join();
-  retired_.clear();
+  acceptors_.clear();
+  ctx_.reset(); // its exchanges finish first: they use the generations' routers
   live_.clear();
   resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
   ev_async_stop(loop_, &async_);
   ev_timer_stop(loop_, &heartbeat_timer_);
-  ev_timer_stop(loop_, &reap_);
+  ev_timer_stop(loop_, &retire_);
   ev_loop_destroy(loop_);
 }
 
+void ProxyWorker::start_accepting(const GenerationSpec& spec) {
+  // The new acceptors are running before the old ones go: a socket kept is never without one.
+  std::vector<std::unique_ptr<server::Acceptor>> next;
+  for (const Listen& l : spec.listens) {
+    auto a = std::make_unique<server::Acceptor>(*ctx_, l.fd, l.tls, l.listener);
+    a->start();
+    next.push_back(std::move(a));
+  }
+  acceptors_.swap(next);
+}
+
 void ProxyWorker::start() {
-  live_.back()->start_accepting();
+  start_accepting(live_.back()->spec());
   thread_ = std::thread([this] { run(); });
 }
 
@@ -96,11 +131,6 @@ void ProxyWorker::async_cb(struct ev_loop*, ev_async* w, int) {
   static_cast<ProxyWorker*>(w->data)->on_async();
 }
 
-void ProxyWorker::reap_cb(struct ev_loop*, ev_timer* w, int) {
-  // Outside every callback of the generations destroyed here.
-  static_cast<ProxyWorker*>(w->data)->retired_.clear();
-}
-
 void ProxyWorker::report() {
   ev_async_send(main_loop_, done_);
 }
@@ -108,8 +138,8 @@ void ProxyWorker::report() {
 void ProxyWorker::on_async() {
   int cmd = command_.load();
   if (cmd == 2) {
-    for (auto& g : live_)
-      g->close_all();
+    acceptors_.clear();
+    ctx_->close_all();
     ev_break(loop_, EVBREAK_ALL);
     return;
   }
@@ -123,12 +153,8 @@ void ProxyWorker::on_async() {
       apply(std::move(spec));
   if (cmd == 1 && !draining_) {
     draining_ = true;
-    // This worker's accept sockets stop; the listening fds close in the supervisor.
-    std::vector<WorkerGeneration*> all;
-    for (auto& g : live_)
-      all.push_back(g.get());
-    for (WorkerGeneration* g : all)
-      g->drain([this, g] { retire(g); });
+    acceptors_.clear(); // this worker's accept sockets stop; the listening fds close in main
+    ctx_->begin_drain([this] { ev_break(loop_, EVBREAK_ALL); });
   }
 }
 
@@ -136,34 +162,48 @@ void ProxyWorker::apply(GenerationSpec spec) {
   uint64_t id = spec.id;
   WorkerGeneration* old = live_.back().get();
   live_.push_back(std::make_unique<WorkerGeneration>(services_, std::move(spec), old));
-  // In one loop pass: the sockets kept are never left without an acceptor.
-  live_.back()->start_accepting();
-  old->drain([this, old] { retire(old); });
+  WorkerGeneration& g = *live_.back();
+  const config::Config& cfg = *g.spec().cfg;
+  ctx_->reconfigure(g.router(), limits_for(cfg, services_.count),
+                    listener_map(*old->spec().cfg, cfg));
+  g.epoch = ctx_->epoch();
+  start_accepting(g.spec());
+  if (!ev_is_active(&retire_)) {
+    ev_timer_set(&retire_, kRetireCheck, kRetireCheck);
+    ev_timer_start(loop_, &retire_);
+  }
   {
     std::lock_guard lock(mailbox_mu_);
     progress_.applied.push_back(id);
   }
   report();
+  retire_unused();
 }
 
-void ProxyWorker::retire(WorkerGeneration* g) {
-  auto it = std::find_if(live_.begin(), live_.end(), [g](const auto& p) { return p.get() == g; });
-  if (it == live_.end())
-    return;
-  uint64_t id = g->id();
-  retired_.push_back(std::move(*it));
-  live_.erase(it);
-  if (!ev_is_active(&reap_)) {
-    ev_timer_set(&reap_, 0, 0);
-    ev_timer_start(loop_, &reap_);
+void ProxyWorker::retire_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<ProxyWorker*>(w->data)->retire_unused();
+}
+
+void ProxyWorker::retire_unused() {
+  // From a timer (or right after a switch): outside every callback of what is freed here.
+  std::vector<uint64_t> retired;
+  for (size_t i = 0; i + 1 < live_.size();) {
+    if (live_[i]->unused(*ctx_)) {
+      retired.push_back(live_[i]->id());
+      live_.erase(live_.begin() + static_cast<ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
   }
+  if (live_.size() == 1)
+    ev_timer_stop(loop_, &retire_);
+  if (retired.empty())
+    return;
   {
     std::lock_guard lock(mailbox_mu_);
-    progress_.retired.push_back(id);
+    progress_.retired.insert(progress_.retired.end(), retired.begin(), retired.end());
   }
   report();
-  if (draining_ && live_.empty())
-    ev_break(loop_, EVBREAK_ALL);
 }
 
 } // namespace portico::proxy

@@ -5,11 +5,14 @@
 // mutex-guarded mailbox that the request path never touches.
 //
 // What it serves comes in generations (worker_generation.h): one at start, one more per
-// reload. The newest accepts; the older ones drain and go.
+// reload. The newest gets every request; the older ones go once nothing uses them. The server
+// context and its connections stay across reloads.
 #include "core/deferred_queue.h"
 #include "metrics/server_stats.h"
 #include "metrics/worker_metrics.h"
 #include "portico/worker_generation.h"
+#include "server/acceptor.h"
+#include "server/server_context.h"
 #include "upstream/dns_resolver.h"
 
 #include <atomic>
@@ -60,11 +63,12 @@ public:
 private:
   static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void heartbeat_cb(struct ev_loop* loop, ev_timer* w, int revents);
-  static void reap_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void retire_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_async();
   void apply(GenerationSpec spec);
-  // From a generation's drained callback: it is destroyed on the next loop pass.
-  void retire(WorkerGeneration* g);
+  void start_accepting(const GenerationSpec& spec);
+  // Frees the old generations nothing uses any more.
+  void retire_unused();
   void report();
   void run();
 
@@ -74,9 +78,10 @@ private:
   std::unique_ptr<core::DeferredQueue> deferred_;
   std::unique_ptr<upstream::DnsResolver> resolver_;
   WorkerServices services_;
-  std::vector<std::unique_ptr<WorkerGeneration>> live_;    // the newest last
-  std::vector<std::unique_ptr<WorkerGeneration>> retired_; // destroyed by reap_
-  ev_timer reap_;
+  std::vector<std::unique_ptr<WorkerGeneration>> live_; // the newest last
+  std::unique_ptr<server::ServerContext> ctx_;
+  std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
+  ev_timer retire_; // while old generations are left: looks whether they are unused
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> finished_{false};

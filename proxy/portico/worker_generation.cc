@@ -11,7 +11,9 @@ uint32_t share(int limit, int workers) {
   return limit <= 0 ? 0 : static_cast<uint32_t>((limit + workers - 1) / workers);
 }
 
-server::ServerLimits limits_from(const config::Config& cfg, int workers) {
+} // namespace
+
+server::ServerLimits limits_for(const config::Config& cfg, int workers) {
   server::ServerLimits l;
   l.max_connections = share(cfg.server.max_connections, workers);
   double blocks = cfg.server.max_buffer_memory / sizeof(core::Block);
@@ -28,7 +30,6 @@ server::ServerLimits limits_from(const config::Config& cfg, int workers) {
   l.server_name = "portico";
   return l;
 }
-} // namespace
 
 WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpec spec,
                                    const WorkerGeneration* previous)
@@ -59,38 +60,11 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
                                      cfg.listeners[i].access_log_format == "json"));
   router_ =
       std::make_unique<upstream::Router>(cfg, std::move(clusters), *spec_.metrics, access_logs_);
-  ctx_ = std::make_unique<server::ServerContext>(services.loop, *router_,
-                                                 limits_from(cfg, services.count),
-                                                 services.deferred, services.stats);
 }
 
 WorkerGeneration::~WorkerGeneration() {
-  acceptors_.clear();
-  ctx_.reset();
   router_.reset();
   access_logs_.clear();
-}
-
-void WorkerGeneration::start_accepting() {
-  for (const Listen& l : spec_.listens) {
-    auto a = std::make_unique<server::Acceptor>(*ctx_, l.fd, l.tls, l.listener);
-    a->start();
-    acceptors_.push_back(std::move(a));
-  }
-}
-
-void WorkerGeneration::stop_accepting() {
-  acceptors_.clear();
-}
-
-void WorkerGeneration::drain(std::function<void()> on_drained) {
-  stop_accepting();
-  ctx_->begin_drain(std::move(on_drained));
-}
-
-void WorkerGeneration::close_all() {
-  stop_accepting();
-  ctx_->close_all();
 }
 
 } // namespace portico::proxy

@@ -1,21 +1,21 @@
 #pragma once
-// What one worker runs for one loaded configuration: its router and clusters, its server
-// context and acceptors, its access logs and metrics shard. A reload gives every worker a new
-// generation: the new one starts accepting on the same sockets in the same loop pass as the
-// old one stops, and the old one drains its connections (GOAWAY, "Connection: close") and is
-// destroyed once the last is gone. A cluster whose configuration did not change moves over
-// with its pools and its metrics, so a reload opens no upstream connection it does not need.
+// What one worker runs for one loaded configuration: its router and clusters, its access logs
+// and metrics shard. A reload gives every worker a new generation, as Envoy applies a new
+// route table: from the worker's next loop pass on, every request (on new connections and on
+// those already open) goes to the new router, while the exchanges under way finish on the
+// old one. The old generation is freed once no exchange uses its router and no connection
+// accepted while it was current (with its TLS certificate) is left. A cluster whose
+// configuration did not change moves over with its pools and its metrics, so a reload opens
+// no upstream connection it does not need.
 #include "config/config.h"
 #include "core/deferred_queue.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
-#include "server/acceptor.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
 #include "upstream/router.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <openssl/ssl.h>
 #include <vector>
@@ -45,10 +45,12 @@ struct WorkerServices {
   struct ev_loop* loop;
   core::DeferredQueue& deferred;
   upstream::DnsResolver& resolver;
-  server::ServerStats& stats; // one set of figures for all of the worker's generations
-  int index;                  // this worker, of count: its share of the limits
+  int index; // this worker, of count: its share of the limits
   int count;
 };
+
+// The server side's limits for cfg, as one worker's share of count.
+server::ServerLimits limits_for(const config::Config& cfg, int count);
 
 class WorkerGeneration {
 public:
@@ -61,20 +63,19 @@ public:
   WorkerGeneration& operator=(const WorkerGeneration&) = delete;
 
   uint64_t id() const { return spec_.id; }
-  void start_accepting();
-  void stop_accepting();
-  // Finishes the exchanges under way and closes the connections; on_drained runs once none is
-  // left (perhaps at once), from inside a callback of the context: it must not destroy this.
-  void drain(std::function<void()> on_drained);
-  void close_all();
-  server::ServerContext& context() { return *ctx_; }
+  const GenerationSpec& spec() const { return spec_; }
+  upstream::Router& router() { return *router_; }
+  // The context's epoch in which this generation accepted (its connections hold its TLS).
+  uint32_t epoch = 0;
+  // Nothing uses it any more: no exchange its router started, no connection it accepted.
+  bool unused(const server::ServerContext& ctx) const {
+    return router_->in_flight() == 0 && ctx.open_from_epoch(epoch) == 0;
+  }
 
 private:
   GenerationSpec spec_;
   std::vector<std::unique_ptr<metrics::AccessLog>> access_logs_; // by listener; null: off
   std::unique_ptr<upstream::Router> router_;
-  std::unique_ptr<server::ServerContext> ctx_;
-  std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
 };
 
 } // namespace portico::proxy

@@ -27,6 +27,8 @@ public:
   ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls, const sockaddr_storage& peer,
                    uint16_t listener);
   uint16_t listener() const { return listener_; }
+  // A reload renumbered the listeners (ServerContext::reconfigure).
+  void set_listener(uint16_t listener) { listener_ = listener; }
   ~ClientConnection() override;
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -67,7 +69,8 @@ public:
   // From the loop's deferral queue: parse deferred input, write output, or, once closed, have
   // the context destroy this.
   void run_deferred() override;
-  size_t index = 0; // position in the context's list
+  size_t index = 0;   // position in the context's list
+  uint32_t epoch = 0; // the context's configuration epoch when it was accepted
 
 private:
   enum class CloseState {

@@ -3,6 +3,7 @@
 #include "server/acceptor.h"
 #include "server/client_connection.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 namespace portico::server {
@@ -19,16 +20,16 @@ ServerLimits admin_limits(std::string_view server_name) {
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits, core::DeferredQueue& deferred)
-    : loop_(loop), handler_(handler), limits_(limits), deferred_(&deferred) {}
+    : loop_(loop), handler_(&handler), limits_(limits), deferred_(&deferred) {}
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits, core::DeferredQueue& deferred,
                              ServerStats& stats)
-    : loop_(loop), handler_(handler), limits_(limits), stats_(&stats), deferred_(&deferred) {}
+    : loop_(loop), handler_(&handler), limits_(limits), stats_(&stats), deferred_(&deferred) {}
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits)
-    : loop_(loop), handler_(handler), limits_(limits),
+    : loop_(loop), handler_(&handler), limits_(limits),
       own_deferred_(std::make_unique<core::DeferredQueue>(loop)), deferred_(own_deferred_.get()) {}
 
 ServerContext::~ServerContext() {
@@ -39,6 +40,8 @@ ServerContext::~ServerContext() {
 void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener) {
   auto* c = new ClientConnection(*this, fd, tls, peer, listener);
   c->index = connections_.size();
+  c->epoch = epoch();
+  ++per_epoch_.back();
   connections_.push_back(c);
   if (listener >= per_listener_.size())
     per_listener_.resize(listener + 1);
@@ -74,6 +77,7 @@ void ServerContext::close_fds_after_fork() {
 void ServerContext::destroy(ClientConnection* c) {
   stats_->connections_closed.inc();
   --per_listener_[c->listener()];
+  --per_epoch_[c->epoch];
   size_t i = c->index;
   connections_[i] = connections_.back();
   connections_[i]->index = i;
@@ -103,6 +107,28 @@ void ServerContext::check_drained() {
     on_drained_ = nullptr;
     cb();
   }
+}
+
+void ServerContext::reconfigure(RequestHandler& handler, const ServerLimits& limits,
+                                const std::vector<int>& listener_map) {
+  handler_ = &handler;
+  limits_ = limits;
+  per_epoch_.push_back(0);
+  std::fill(per_listener_.begin(), per_listener_.end(), 0);
+  std::vector<ClientConnection*> gone; // on a listener removed: they drain
+  for (ClientConnection* c : connections_) {
+    int to = c->listener() < listener_map.size() ? listener_map[c->listener()] : -1;
+    if (to < 0)
+      gone.push_back(c);
+    // A connection on a removed listener is counted under the first until it closes.
+    uint16_t index = static_cast<uint16_t>(to < 0 ? 0 : to);
+    c->set_listener(index);
+    if (index >= per_listener_.size())
+      per_listener_.resize(index + 1);
+    ++per_listener_[index];
+  }
+  for (ClientConnection* c : gone)
+    c->drain();
 }
 
 void ServerContext::close_all() {

@@ -75,12 +75,11 @@ public:
   struct ev_loop* loop() const {
     return loop_;
   }
-  RequestHandler& handler() const { return handler_; }
+  RequestHandler& handler() const { return *handler_; }
   const ServerLimits& limits() const { return limits_; }
   ServerStats& stats() { return *stats_; }
   const ServerStats& stats() const { return *stats_; }
 
-  // Takes ownership of an accepted socket.
   // Takes ownership of an accepted socket; tls: the listener's context, or null.
   void adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener = 0);
   core::DeferredQueue& deferred() { return *deferred_; }
@@ -104,6 +103,16 @@ public:
   bool draining() const { return draining_; }
   // Closes every connection at once.
   void close_all();
+
+  // A reload (Envoy's model rather than a drain): every request from now on, on connections
+  // old and new, goes to handler under limits; exchanges under way finish with the handler
+  // they started with. listener_map: each old listener index's new one, or -1 for a listener
+  // removed, whose connections drain. Starts a new epoch.
+  void reconfigure(RequestHandler& handler, const ServerLimits& limits,
+                   const std::vector<int>& listener_map);
+  uint32_t epoch() const { return static_cast<uint32_t>(per_epoch_.size() - 1); }
+  // Connections accepted during epoch e that are still open (they hold its TLS context).
+  uint32_t open_from_epoch(uint32_t e) const { return e < per_epoch_.size() ? per_epoch_[e] : 0; }
   // In a child after fork(): every connection's descriptor closed, nothing else touched (the
   // loop and the objects are the parent's).
   void close_fds_after_fork();
@@ -112,7 +121,7 @@ private:
   void check_drained();
 
   struct ev_loop* loop_;
-  RequestHandler& handler_;
+  RequestHandler* handler_;
   ServerLimits limits_;
   ServerStats own_stats_;
   ServerStats* stats_ = &own_stats_;
@@ -120,6 +129,7 @@ private:
   core::DeferredQueue* deferred_;
   std::vector<ClientConnection*> connections_; // index kept in each connection
   std::vector<uint32_t> per_listener_;         // open connections by listener index
+  std::vector<uint32_t> per_epoch_{0};         // open connections by epoch accepted in
   std::vector<Acceptor*> acceptors_;
   bool draining_ = false;
   std::function<void()> on_drained_;

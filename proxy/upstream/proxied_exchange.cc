@@ -34,12 +34,22 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
 }
 
 void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
-                            metrics::RouteMetrics& route, metrics::AccessLog* log) {
+                            metrics::RouteMetrics& route, metrics::AccessLog* log,
+                            uint32_t* in_flight) {
   auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
+  if (in_flight) {
+    p->in_flight_ = in_flight;
+    ++*in_flight;
+  }
   ex.set_listener(p);
   p->pool_ = &cluster.pick();
   p->phase_at_ = p->started_at_;
   p->pool_->acquire(p, false);
+}
+
+ProxiedExchange::~ProxiedExchange() {
+  if (in_flight_)
+    --*in_flight_;
 }
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,

@@ -43,8 +43,12 @@ public:
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
+  // in_flight: counts the exchanges alive (the router's, so that a reload knows when the
+  // configuration they started with is no longer used), or null.
   static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
-                    metrics::RouteMetrics& route, metrics::AccessLog* log);
+                    metrics::RouteMetrics& route, metrics::AccessLog* log,
+                    uint32_t* in_flight = nullptr);
+  ~ProxiedExchange() override;
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
 private:
@@ -82,6 +86,7 @@ private:
   int status_ = 0;      // what the client was answered, 0 before that
   metrics::AnsweredBy answered_by_ = metrics::AnsweredBy::NONE;
   metrics::AccessLog* log_; // null: this listener logs nothing
+  uint32_t* in_flight_ = nullptr;
   // For the access log: phase times of the last attempt, and the body sizes.
   double queue_ = 0, connect_ = 0, first_byte_ = 0;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;

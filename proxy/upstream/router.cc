@@ -47,7 +47,8 @@ void Router::on_request(server::Exchange& ex) {
     metrics::AccessLog* log = ex.listener_index() < access_logs_.size()
                                   ? access_logs_[ex.listener_index()].get()
                                   : nullptr;
-    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log);
+    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log,
+                           &in_flight_);
     return;
   }
   auto& none = metrics_.route(cfg_.routes.size());

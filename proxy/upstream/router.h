@@ -21,6 +21,9 @@ public:
          const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs);
   void on_request(server::Exchange& ex) override;
   const std::vector<std::shared_ptr<Cluster>>& clusters() const { return clusters_; }
+  // Exchanges started here and not yet destroyed: after a reload, the old router (and the
+  // configuration, metrics and access logs they use) is freed once none is left.
+  uint32_t in_flight() const { return in_flight_; }
 
   // A route's host pattern against a request authority (port ignored): exact, or
   // "*.example.com" for any subdomain.
@@ -32,6 +35,7 @@ private:
   metrics::WorkerMetrics& metrics_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   ForwardingOptions fwd_;
+  uint32_t in_flight_ = 0;
 };
 
 } // namespace portico::upstream

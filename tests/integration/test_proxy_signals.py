@@ -1,8 +1,7 @@
 """Signals an nginx operator sends, by kill or by `portico -s` (through [server] pid_file):
 USR1 after logrotate's rename reopens the access logs (the lines before go to the renamed
-file, the lines after to a new one, none lost); USR2, not carried out yet, is said so and
-leaves the proxy serving; HUP checks the configuration file again and says whether it is valid
-(applying it is not built yet), serving on with the one loaded at start."""
+file, the lines after to a new one, none lost); HUP with a broken file says what is wrong and
+serves on. Reloads proper are test_proxy_reload's, upgrades (USR2) test_proxy_upgrade's."""
 import os
 import signal
 import subprocess
@@ -54,17 +53,10 @@ class Signals(unittest.TestCase):
         self.assertTrue(all("after=" in l for l in lines(self.log)), lines(self.log))
         self.assertIn("reopened 1 access log(s)", self.proxy.process.read_log())
 
-    def test_usr2_and_hup_do_not_kill_it(self):
-        self.signal(signal.SIGUSR2)
-        wait_until(lambda: "ignoring USR2" in self.proxy.process.read_log(), what="USR2 refused")
-        self.assertIsNone(self.proxy.process.proc.poll())
-        self.assertEqual(curl(self.proxy, "h1", "/hello").status, 200)
-
-    def test_hup_checks_the_configuration_and_keeps_the_old_one(self):
-        # Applying a new configuration is not built yet: HUP says whether the file is valid.
+    def test_hup_with_errors_keeps_the_running_configuration(self):
         self.signal(signal.SIGHUP)
-        wait_until(lambda: "is valid, but applying" in self.proxy.process.read_log(),
-                   what="the valid verdict")
+        wait_until(lambda: "every worker serves generation 2" in self.proxy.process.read_log(),
+                   what="the valid file applied")
         with open(self.proxy.config_path, "a") as f:
             f.write("\n[server]\nworkers = \"two\"\n")
         self.signal(signal.SIGHUP)
@@ -88,7 +80,7 @@ class Signals(unittest.TestCase):
                    what="the reopen -s asked for")
         bad = self.portico_s("-s", "restart", "-c", self.proxy.config_path)
         self.assertEqual(bad.returncode, 2)
-        self.assertIn("one of stop, quit, reopen, reload", bad.stderr)
+        self.assertIn("one of stop, quit, reopen, reload, upgrade", bad.stderr)
         r = self.portico_s("-s", "quit", "--pid-file", self.pid_file)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.proxy.process.proc.wait(timeout=30), 0)
