@@ -35,12 +35,13 @@ class Proxy:
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
-                 ignore_reports=()):
+                 ignore_reports=(), binary=None):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
         portico's environment, if not this process's; ignore_reports: sanitizer reports known
-        to be false (harness.UBSAN_FD_EXHAUSTION)."""
+        to be false (harness.UBSAN_FD_EXHAUSTION); binary: the portico program to run, if not
+        the one built."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -66,7 +67,7 @@ class Proxy:
         self.config_path = os.path.join(self.tmp, "portico.toml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")
-        self.process = harness.Process([*command_prefix, PORTICO, "-c", self.config_path],
+        self.process = harness.Process([*command_prefix, binary or PORTICO, "-c", self.config_path],
                                        os.path.join(self.tmp, "portico.log"), env=env,
                                        ignore_reports=ignore_reports)
         try:
