@@ -154,7 +154,9 @@ void ClientConnection::drain() {
   if (close_state_ != CloseState::OPEN)
     return;
   if (!session_) {
-    // Accepted, and its first request not read yet: it is served when it comes.
+    // Accepted, and its first request not read yet: it is served when it comes, as the
+    // session's last (the session made then is told).
+    drain_requested_ = true;
     expire_idle_within(ctx_.limits().drain_idle_grace);
     return;
   }
@@ -212,7 +214,7 @@ bool ClientConnection::handshake() {
   else
     session_ = std::make_unique<Http1ServerSession>(*this);
   count_session(tls_->alpn() == "h2" ? 1 : 0);
-  if (ctx_.draining())
+  if (ctx_.draining() || drain_requested_)
     session_->drain();
   want_flush(); // the HTTP/2 server preface
   return true;
@@ -297,7 +299,7 @@ bool ClientConnection::detect_protocol() {
     session_ = std::make_unique<Http1ServerSession>(*this);
     count_session(0);
   }
-  if (ctx_.draining())
+  if (ctx_.draining() || drain_requested_)
     session_->drain();
   return true;
 }

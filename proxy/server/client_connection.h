@@ -120,6 +120,7 @@ private:
   std::unique_ptr<ServerSession> next_session_;
   std::unique_ptr<tls::TlsSession> tls_;
   CloseState close_state_ = CloseState::OPEN;
+  bool drain_requested_ = false; // drain() came before the session did
   bool linger_ = false;
   bool reading_paused_ = false;
   bool input_pending_ = false;
