@@ -14,6 +14,30 @@ std::vector<int> kept_clusters(const Config& old, const Config& next) {
   return kept;
 }
 
+std::vector<int> kept_routes(const Config& old, const Config& next) {
+  std::vector<int> kept(next.routes.size() + 1, -1);
+  bool same_listeners = old.listeners.size() == next.listeners.size();
+  for (size_t i = 0; same_listeners && i < old.listeners.size(); ++i)
+    same_listeners = socket_key(old.listeners[i].address) == socket_key(next.listeners[i].address);
+  if (!same_listeners)
+    return kept;
+  std::vector<bool> taken(old.routes.size(), false); // one series never counts for two
+  for (size_t n = 0; n < next.routes.size(); ++n) {
+    const RouteConfig& r = next.routes[n];
+    for (size_t o = 0; o < old.routes.size(); ++o) {
+      const RouteConfig& was = old.routes[o];
+      if (!taken[o] && was.host == r.host && was.path_prefix == r.path_prefix &&
+          was.cluster == r.cluster) {
+        kept[n] = static_cast<int>(o);
+        taken[o] = true;
+        break;
+      }
+    }
+  }
+  kept.back() = static_cast<int>(old.routes.size());
+  return kept;
+}
+
 namespace {
 
 template <typename T>

@@ -12,6 +12,11 @@ namespace portico::config {
 // equal), whose pools and metrics a reload keeps; -1 for a new or changed cluster.
 std::vector<int> kept_clusters(const Config& old, const Config& next);
 
+// For each route of next, and then for the requests no route matches, the index of the same
+// one in old (same host, path prefix and cluster name), whose counters a reload keeps going;
+// -1 for a new one. All -1 when the listeners changed, since requests are counted by listener.
+std::vector<int> kept_routes(const Config& old, const Config& next);
+
 // Settings that shape the process itself (its threads, the admin socket, the histogram
 // layout, the error log file, the pid file): a reload keeps the running values and says so,
 // one line per setting; a restart or a binary upgrade (USR2) applies them.

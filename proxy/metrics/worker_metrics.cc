@@ -16,17 +16,22 @@ const char* to_string(Protocol p) {
 
 WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds) {
   for (size_t i = 0; i <= cfg.routes.size(); ++i)
-    routes_.push_back(std::make_unique<RouteMetrics>(bounds));
+    routes_.push_back(std::make_shared<RouteMetrics>(bounds));
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
     clusters_.push_back(std::make_shared<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));
 }
 
 WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
-                             const WorkerMetrics& previous, const std::vector<int>& kept)
+                             const WorkerMetrics& previous,
+                             const std::vector<int>& kept_clusters,
+                             const std::vector<int>& kept_routes)
     : WorkerMetrics(cfg, bounds) {
-  for (size_t i = 0; i < clusters_.size() && i < kept.size(); ++i)
-    if (kept[i] >= 0)
-      clusters_[i] = previous.clusters_[static_cast<size_t>(kept[i])];
+  for (size_t i = 0; i < clusters_.size() && i < kept_clusters.size(); ++i)
+    if (kept_clusters[i] >= 0)
+      clusters_[i] = previous.clusters_[static_cast<size_t>(kept_clusters[i])];
+  for (size_t i = 0; i < routes_.size() && i < kept_routes.size(); ++i)
+    if (kept_routes[i] >= 0)
+      routes_[i] = previous.routes_[static_cast<size_t>(kept_routes[i])];
 }
 
 EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, size_t cluster,

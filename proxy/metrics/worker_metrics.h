@@ -89,11 +89,13 @@ EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, siz
 class WorkerMetrics {
 public:
   WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds);
-  // After a reload: a kept cluster (kept[i] >= 0, config_diff.h) goes on counting in the
-  // shard it had in previous, shared with the generation that still drains; the rest start
+  // After a reload: a kept cluster or route (kept_clusters[i], kept_routes[i] >= 0,
+  // config_diff.h) goes on counting where it did in previous, shared with the generation
+  // whose exchanges are still under way (so none of theirs goes uncounted); the rest start
   // at zero.
   WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
-                const WorkerMetrics& previous, const std::vector<int>& kept);
+                const WorkerMetrics& previous, const std::vector<int>& kept_clusters,
+                const std::vector<int>& kept_routes);
   // Routes in config order, then one for requests no route matched.
   RouteMetrics& route(size_t i) { return *routes_[i]; }
   ClusterMetrics& cluster(size_t i) { return *clusters_[i]; }
@@ -103,7 +105,7 @@ public:
   const ClusterMetrics& cluster(size_t i) const { return *clusters_[i]; }
 
 private:
-  std::vector<std::unique_ptr<RouteMetrics>> routes_;
+  std::vector<std::shared_ptr<RouteMetrics>> routes_;
   std::vector<std::shared_ptr<ClusterMetrics>> clusters_;
 };
 

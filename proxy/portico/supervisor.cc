@@ -90,8 +90,8 @@ GenerationSpec Supervisor::spec_for(const ConfigGeneration& g, int worker,
   spec.cfg = g.shared_config();
   if (previous) {
     const config::Config& old = generations_[generations_.size() - 2]->config();
-    spec.metrics = std::make_shared<metrics::WorkerMetrics>(cfg, &bounds_, *previous,
-                                                            config::kept_clusters(old, cfg));
+    spec.metrics = std::make_shared<metrics::WorkerMetrics>(
+        cfg, &bounds_, *previous, config::kept_clusters(old, cfg), config::kept_routes(old, cfg));
   } else {
     spec.metrics = std::make_shared<metrics::WorkerMetrics>(cfg, &bounds_);
   }

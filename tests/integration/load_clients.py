@@ -64,7 +64,9 @@ class H2Load:
     not processed and are sent again on a new connection, and the rest are awaited. h2load
     opens no new connection after a GOAWAY and counts every request it had left as failed, so
     it cannot watch a process drain (nginx's or anyone's); this can. A stream reset, a
-    non-200 answer or a connection lost under a processed stream is a failure."""
+    non-200 answer, or a connection lost while a stream the server may have processed is open,
+    is a failure. Frames are read by hand (hpack for the header blocks): python3-h2's state
+    machine refuses every frame after a GOAWAY, even those of the streams it says go on."""
 
     def __init__(self, port, path="/hello", connections=4, streams=8):
         import threading
@@ -83,115 +85,32 @@ class H2Load:
             for k, v in kw.items():
                 setattr(self, k, getattr(self, k) + v)
 
+    def _fail(self, n, why):
+        with self.lock:
+            self.failed += n
+            self.errors.append(why)
+
     def _run(self):
         retry = 0
         while not self.stopping.is_set():
+            conn = _H2Connection(self)
             try:
-                retry = self._connection(retry)
-            except Exception as e:  # refused, reset, or a frame this client could not read
-                with self.lock:
-                    self.failed += 1
-                    self.errors.append(repr(e))
+                retry = conn.run(retry)
+            except OSError as e:
+                lost = conn.maybe_processed()
+                if conn.goaway is not None and not lost:
+                    # After the GOAWAY and its last stream: a write (a WINDOW_UPDATE) met the
+                    # close. Nothing was lost; what was not processed goes again.
+                    retry += conn.retry_later + len(conn.open)
+                    continue
+                self._fail(max(1, len(lost)), f"{e!r} with goaway={conn.goaway} "
+                           f"open={sorted(conn.open)}")
                 return
-
-    def _connection(self, retry):
-        # Frames by hand (hpack for the header blocks): python3-h2's state machine refuses
-        # every frame after a GOAWAY, even those of the streams the GOAWAY says go on.
-        import socket
-        import struct
-        import hpack
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        enc, dec = hpack.Encoder(), hpack.Decoder()
-
-        def frame(kind, flags, sid, payload=b""):
-            return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + \
-                struct.pack(">I", sid) + payload
-
-        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
-        headers = [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
-                   (":path", self.path)]
-        open_streams, status, block = set(), {}, {}
-        next_id, goaway, buf = 1, None, b""
-        try:
-            while True:
-                out = b""
-                while goaway is None and not self.stopping.is_set() and \
-                        len(open_streams) < self.streams:
-                    out += frame(1, 0x5, next_id, enc.encode(headers))  # END_STREAM|HEADERS
-                    open_streams.add(next_id)
-                    next_id += 2
-                    if retry:
-                        retry -= 1
-                        self._count(retried=1)
-                if out:
-                    sock.sendall(out)
-                if not open_streams:
-                    return retry
-                data = sock.recv(65536)
-                if not data:
-                    unprocessed = {s for s in open_streams if goaway is not None and s > goaway}
-                    lost = open_streams - unprocessed
-                    if lost:
-                        self._count(failed=len(lost))
-                        with self.lock:
-                            self.errors.append(f"connection closed under streams {sorted(lost)}")
-                    return retry + len(unprocessed)
-                buf += data
-                reply = b""
-                while len(buf) >= 9:
-                    length = int.from_bytes(buf[:3], "big")
-                    if len(buf) < 9 + length:
-                        break
-                    kind, flags = buf[3], buf[4]
-                    sid = int.from_bytes(buf[5:9], "big") & 0x7fffffff
-                    payload, buf = buf[9:9 + length], buf[9 + length:]
-                    ended = False
-                    if kind == 0:  # DATA: give the window back at once
-                        if length:
-                            inc = struct.pack(">I", length)
-                            reply += frame(8, 0, 0, inc) + frame(8, 0, sid, inc)
-                        ended = bool(flags & 0x1)
-                    elif kind in (1, 9):  # HEADERS, CONTINUATION
-                        if kind == 1:
-                            if flags & 0x8:  # PADDED
-                                payload = payload[1:len(payload) - payload[0]]
-                            if flags & 0x20:  # PRIORITY
-                                payload = payload[5:]
-                            block[sid] = (b"", bool(flags & 0x1))
-                        got, end_stream = block[sid]
-                        block[sid] = (got + payload, end_stream)
-                        if flags & 0x4:  # END_HEADERS
-                            got, end_stream = block.pop(sid)
-                            for name, value in dec.decode(got):
-                                if name == ":status":
-                                    status.setdefault(sid, value)
-                            ended = end_stream
-                    elif kind == 3:  # RST_STREAM
-                        open_streams.discard(sid)
-                        if goaway is not None and sid > goaway:
-                            retry += 1
-                        else:
-                            self._count(failed=1)
-                            with self.lock:
-                                self.errors.append(f"stream {sid} reset")
-                    elif kind == 4 and not flags & 0x1:  # SETTINGS: acknowledged
-                        reply += frame(4, 0x1, 0)
-                    elif kind == 6 and not flags & 0x1:  # PING
-                        reply += frame(6, 0x1, 0, payload)
-                    elif kind == 7:  # GOAWAY: no new stream; above last-stream-id: again
-                        goaway = int.from_bytes(payload[:4], "big") & 0x7fffffff
-                        self._count(goaways=1)
-                        again = {s for s in open_streams if s > goaway}
-                        open_streams -= again
-                        retry += len(again)
-                    if ended and sid in open_streams:
-                        open_streams.discard(sid)
-                        self._count(**({"ok": 1} if status.pop(sid, None) == "200"
-                                       else {"failed": 1}))
-                if reply:
-                    sock.sendall(reply)
-        finally:
-            sock.close()
+            except Exception as e:  # a frame this client could not read
+                self._fail(1, repr(e))
+                return
+            finally:
+                conn.sock.close()
 
     def total(self):
         with self.lock:
@@ -203,3 +122,112 @@ class H2Load:
             t.join(timeout=30)
         return {"ok": self.ok, "failed": self.failed, "retried": self.retried,
                 "goaways": self.goaways, "errors": self.errors[:5]}
+
+
+class _H2Connection:
+    """One connection of H2Load's."""
+
+    def __init__(self, load):
+        import socket
+        import hpack
+        self.load = load
+        self.sock = socket.create_connection(("127.0.0.1", load.port), timeout=10)
+        self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
+        self.open, self.status, self.block = set(), {}, {}
+        self.next_id, self.goaway, self.buf = 1, None, b""
+        self.retry_later = 0  # streams a GOAWAY said were not processed
+
+    @staticmethod
+    def frame(kind, flags, sid, payload=b""):
+        import struct
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + \
+            struct.pack(">I", sid) + payload
+
+    def maybe_processed(self):
+        return {s for s in self.open if self.goaway is None or s <= self.goaway}
+
+    def run(self, retry):
+        """Sends and reads until no stream is open and no new one may go; returns how many
+        requests are still to be sent again."""
+        load, frame = self.load, self.frame
+        headers = [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                   (":path", load.path)]
+        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
+        while True:
+            out = b""
+            while self.goaway is None and not load.stopping.is_set() and \
+                    len(self.open) < load.streams:
+                out += frame(1, 0x5, self.next_id, self.enc.encode(headers))
+                self.open.add(self.next_id)
+                self.next_id += 2
+                if retry:
+                    retry -= 1
+                    load._count(retried=1)
+            if out:
+                self.sock.sendall(out)
+            if not self.open:
+                return retry + self.retry_later
+            data = self.sock.recv(65536)
+            if not data:
+                lost = self.maybe_processed()
+                if lost:
+                    load._fail(len(lost), f"connection closed under streams {sorted(lost)}")
+                return retry + self.retry_later + len(self.open - lost)
+            self.buf += data
+            reply = b""
+            while len(self.buf) >= 9:
+                length = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) < 9 + length:
+                    break
+                kind, flags = self.buf[3], self.buf[4]
+                sid = int.from_bytes(self.buf[5:9], "big") & 0x7fffffff
+                payload, self.buf = self.buf[9:9 + length], self.buf[9 + length:]
+                reply += self.on_frame(kind, flags, sid, payload)
+            if reply:
+                self.sock.sendall(reply)
+
+    def on_frame(self, kind, flags, sid, payload):
+        import struct
+        load, frame = self.load, self.frame
+        reply, ended = b"", False
+        if kind == 0:  # DATA: the window given back at once
+            if payload:
+                inc = struct.pack(">I", len(payload))
+                reply = frame(8, 0, 0, inc) + frame(8, 0, sid, inc)
+            ended = bool(flags & 0x1)
+        elif kind in (1, 9):  # HEADERS, CONTINUATION
+            if kind == 1:
+                if flags & 0x8:  # PADDED
+                    payload = payload[1:len(payload) - payload[0]]
+                if flags & 0x20:  # PRIORITY
+                    payload = payload[5:]
+                self.block[sid] = (b"", bool(flags & 0x1))
+            got, end_stream = self.block[sid]
+            self.block[sid] = (got + payload, end_stream)
+            if flags & 0x4:  # END_HEADERS
+                got, end_stream = self.block.pop(sid)
+                for name, value in self.dec.decode(got):
+                    if name == ":status":
+                        self.status.setdefault(sid, value)
+                ended = end_stream
+        elif kind == 3:  # RST_STREAM
+            self.open.discard(sid)
+            load._fail(1, f"stream {sid} reset")
+        elif kind == 4 and not flags & 0x1:  # SETTINGS: acknowledged
+            reply = frame(4, 0x1, 0)
+        elif kind == 6 and not flags & 0x1:  # PING
+            reply = frame(6, 0x1, 0, payload)
+        elif kind == 7:  # GOAWAY: no new stream; those above last-stream-id go again
+            self.goaway = int.from_bytes(payload[:4], "big") & 0x7fffffff
+            load._count(goaways=1)
+        if ended and sid in self.open:
+            self.open.discard(sid)
+            if self.status.pop(sid, None) == "200":
+                load._count(ok=1)
+            else:
+                load._fail(1, f"stream {sid} answered {self.status.get(sid)}")
+        if self.goaway is not None:
+            again = {s for s in self.open if s > self.goaway}
+            self.open -= again
+            self.retry_later += len(again)
+        return reply

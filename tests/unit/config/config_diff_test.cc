@@ -73,3 +73,20 @@ TEST(ConfigDiff, SocketKeysIgnoreHowTheAddressWasWritten) {
 
 } // namespace
 } // namespace portico::config
+
+namespace portico::config {
+namespace {
+
+TEST(ConfigDiff, RoutesKeepTheirCountersWhileTheListenersStay) {
+  Config old = parse(kOld);
+  std::string text(kOld);
+  text += "[[route]]\npath_prefix = \"/api\"\ncluster = \"b\"\n";
+  Config next = parse(text);
+  // The old catch-all route, then the new one; the unmatched requests' entry last.
+  EXPECT_EQ(kept_routes(old, next), (std::vector<int>{0, -1, 1}));
+  text.replace(text.find("127.0.0.1:8080"), 14, "127.0.0.1:8081");
+  EXPECT_EQ(kept_routes(old, parse(text)), (std::vector<int>{-1, -1, -1}));
+}
+
+} // namespace
+} // namespace portico::config

@@ -57,6 +57,27 @@ TEST(WorkerMetrics, ShapedByTheConfiguration) {
   }
 }
 
+TEST(WorkerMetrics, AReloadKeepsCountingInTheSlotsOfWhatStayed) {
+  config::Config old = load(kTwoClusters);
+  const std::vector<double> bounds{0.01, 0.1};
+  WorkerMetrics before(old, &bounds);
+  before.cluster(1).errors[0].inc();
+  before.route(0).bytes_sent.inc(7);
+  // The next configuration keeps "static" and the first route, adds a cluster and a route.
+  std::string text(kTwoClusters);
+  text += "[[cluster]]\nname = \"new\"\nendpoints = [\"127.0.0.1:9009\"]\n"
+          "[[route]]\npath_prefix = \"/new/\"\ncluster = \"new\"\n";
+  config::Config next = load(text);
+  WorkerMetrics after(next, &bounds, before, {-1, 1, -1}, {0, -1, -1, 2});
+  EXPECT_EQ(&after.cluster(1), &before.cluster(1)); // the same counters, shared
+  EXPECT_EQ(after.cluster(1).errors[0].get(), 1u);
+  EXPECT_NE(&after.cluster(0), &before.cluster(0)); // changed: afresh
+  EXPECT_EQ(&after.route(0), &before.route(0));
+  EXPECT_EQ(after.route(0).bytes_sent.get(), 7u);
+  EXPECT_EQ(&after.route(3), &before.route(2)); // the unmatched requests' slot
+  EXPECT_EQ(after.route_count(), 4u);
+}
+
 TEST(WorkerMetrics, SlotsAreIndependent) {
   config::Config cfg = load(kTwoClusters);
   const std::vector<double> bounds{0.01};
