@@ -22,8 +22,7 @@ WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double
 }
 
 WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
-                             const WorkerMetrics& previous,
-                             const std::vector<int>& kept_clusters,
+                             const WorkerMetrics& previous, const std::vector<int>& kept_clusters,
                              const std::vector<int>& kept_routes)
     : WorkerMetrics(cfg, bounds) {
   for (size_t i = 0; i < clusters_.size() && i < kept_clusters.size(); ++i)

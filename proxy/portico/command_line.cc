@@ -80,7 +80,8 @@ std::optional<CommandLine> parse_command_line(int argc, char** argv, int* exit_c
     case 's':
       cl.signal = optarg;
       if (!signal_for(cl.signal)) {
-        std::fprintf(stderr, "portico: -s %s: one of stop, quit, reopen, reload, upgrade\n", optarg);
+        std::fprintf(stderr, "portico: -s %s: one of stop, quit, reopen, reload, upgrade\n",
+                     optarg);
         return std::nullopt;
       }
       break;

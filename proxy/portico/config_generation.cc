@@ -50,8 +50,8 @@ int ConfigGeneration::reopen_access_logs() const {
     const std::string& path = cfg_->listeners[i].access_log;
     if (!reopen_log_file(path, access_log_fds_[i])) {
       core::log::write(core::log::Level::ERROR, core::log::Kind::GENERAL,
-                       "reopening access log %s: %s; still writing to the old file",
-                       path.c_str(), std::strerror(errno));
+                       "reopening access log %s: %s; still writing to the old file", path.c_str(),
+                       std::strerror(errno));
       continue;
     }
     ++reopened;

@@ -30,9 +30,8 @@ std::string monotonic_usec() {
 
 Supervisor::Supervisor(Startup s)
     // signalfd: the signals stay blocked in every thread and arrive here as file events.
-    : loop_(ev_default_loop(EVFLAG_SIGNALFD)), worker_count_(s.workers),
-      argv_(std::move(s.argv)), journal_(s.journal),
-      derived_max_connections_(s.derived_max_connections),
+    : loop_(ev_default_loop(EVFLAG_SIGNALFD)), worker_count_(s.workers), argv_(std::move(s.argv)),
+      journal_(s.journal), derived_max_connections_(s.derived_max_connections),
       bounds_(s.first->config().metrics.enabled ? s.first->config().metrics.buckets
                                                 : std::vector<double>{}),
       sockets_(std::move(s.sockets)),
@@ -141,8 +140,8 @@ int Supervisor::run() {
     admin_acceptor_->start();
   // Sockets an old process handed over that this configuration has no listener for.
   sockets_->close_unused(current().config());
-  log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers (pid %d)",
-             workers_.size(), static_cast<int>(::getpid()));
+  log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers (pid %d)", workers_.size(),
+             static_cast<int>(::getpid()));
   if (upgrade_child_)
     announce_upgrade_ready(); // the old process tells systemd, and drains
   else
@@ -311,8 +310,7 @@ void Supervisor::upgrade() {
 
 void Supervisor::on_upgrade_outcome(pid_t pid, const std::string& why) {
   if (pid <= 0) {
-    log::write(log::Level::ERROR, log::Kind::GENERAL, "upgrade: %s; still serving",
-               why.c_str());
+    log::write(log::Level::ERROR, log::Kind::GENERAL, "upgrade: %s; still serving", why.c_str());
     return;
   }
   log::write(log::Level::INFO, log::Kind::GENERAL,

@@ -32,8 +32,8 @@ public:
     std::unique_ptr<ConfigGeneration> first;
     std::unique_ptr<ListenerSockets> sockets; // holding the sockets first needs
     int workers = 1;
-    std::vector<std::string> argv; // how this process was started, for USR2
-    bool journal = false;          // the error log goes to journald (sd-daemon prefixes)
+    std::vector<std::string> argv;   // how this process was started, for USR2
+    bool journal = false;            // the error log goes to journald (sd-daemon prefixes)
     int derived_max_connections = 0; // from the open-file limit, for a file that sets none
   };
   explicit Supervisor(Startup startup);
@@ -92,7 +92,7 @@ private:
   };
   std::vector<std::unique_ptr<Rotation>> rotations_; // the current generation's contexts
   BinaryUpgrade upgrade_;
-  bool upgrade_child_;      // an old process started this one (USR2): it tells systemd
+  bool upgrade_child_; // an old process started this one (USR2): it tells systemd
   bool draining_ = false;
   bool handed_over_ = false;
 };

@@ -46,18 +46,18 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
     // The cluster reads its settings from this generation's configuration and counts into
     // this generation's shard: both live as long as the cluster, whichever generation holds
     // it last.
-    auto* c = new upstream::Cluster(services.loop, services.deferred, services.resolver,
-                                    cfg.clusters[i], services.index, services.count,
-                                    spec_.metrics->cluster(i));
-    clusters.emplace_back(c, [keep_cfg = spec_.cfg, keep_metrics = spec_.metrics](
-                                 upstream::Cluster* p) { delete p; });
+    auto* c =
+        new upstream::Cluster(services.loop, services.deferred, services.resolver, cfg.clusters[i],
+                              services.index, services.count, spec_.metrics->cluster(i));
+    clusters.emplace_back(c, [keep_cfg = spec_.cfg,
+                              keep_metrics = spec_.metrics](upstream::Cluster* p) { delete p; });
   }
   for (size_t i = 0; i < cfg.listeners.size(); ++i)
-    access_logs_.push_back(spec_.access_log_fds[i] < 0
-                               ? nullptr
-                               : std::make_unique<metrics::AccessLog>(
-                                     services.loop, spec_.access_log_fds[i],
-                                     cfg.listeners[i].access_log_format == "json"));
+    access_logs_.push_back(
+        spec_.access_log_fds[i] < 0
+            ? nullptr
+            : std::make_unique<metrics::AccessLog>(services.loop, spec_.access_log_fds[i],
+                                                   cfg.listeners[i].access_log_format == "json"));
   router_ =
       std::make_unique<upstream::Router>(cfg, std::move(clusters), *spec_.metrics, access_logs_);
 }

@@ -59,8 +59,8 @@ TEST(ConfigDiff, SettingsOnlyARestartAppliesAreNamed) {
   text.replace(text.find("workers = 2"), 11, "workers = 4");
   text += "[admin]\naddress = \"127.0.0.1:9911\"\n[log]\nfile = \"/tmp/e.log\"\n";
   auto changes = restart_only_changes(old, parse(text));
-  EXPECT_EQ(changes, (std::vector<std::string>{"[server] workers changed", "[admin] address changed",
-                                               "[log] file changed"}));
+  EXPECT_EQ(changes, (std::vector<std::string>{"[server] workers changed",
+                                               "[admin] address changed", "[log] file changed"}));
 }
 
 TEST(ConfigDiff, SocketKeysIgnoreHowTheAddressWasWritten) {

@@ -66,8 +66,8 @@ TEST(ListenerSockets, TcpGetsASocketPerWorkerAndKeepsThemAcrossConfigurations) {
   // A configuration without the listener: its sockets close.
   auto [other_fd, other_port] = listening_socket();
   ::close(other_fd);
-  config::Config next = parse(config_on("[[listener]]\naddress = \"127.0.0.1:" +
-                                        std::to_string(other_port) + "\"\n"));
+  config::Config next = parse(
+      config_on("[[listener]]\naddress = \"127.0.0.1:" + std::to_string(other_port) + "\"\n"));
   ASSERT_TRUE(sockets.open_for(next, 3));
   sockets.close_unused(next);
   for (int fd : all)
@@ -107,9 +107,9 @@ TEST(ListenerSockets, AFailedOpenLeavesNothingHalfOpened) {
   auto [taken, port] = listening_socket(); // held without SO_REUSEPORT: binding it fails
   auto [probe, free_port] = listening_socket();
   ::close(probe);
-  config::Config cfg = parse(config_on(
-      "[[listener]]\naddress = \"127.0.0.1:" + std::to_string(free_port) +
-      "\"\n[[listener]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n"));
+  config::Config cfg =
+      parse(config_on("[[listener]]\naddress = \"127.0.0.1:" + std::to_string(free_port) +
+                      "\"\n[[listener]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n"));
   ListenerSockets sockets;
   EXPECT_FALSE(sockets.open_for(cfg, 1));
   EXPECT_TRUE(sockets.all_fds().empty());
