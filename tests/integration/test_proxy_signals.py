@@ -2,6 +2,7 @@
 USR1 after logrotate's rename reopens the access logs (the lines before go to the renamed
 file, the lines after to a new one, none lost); HUP with a broken file says what is wrong and
 serves on. Reloads proper are test_proxy_reload's, upgrades (USR2) test_proxy_upgrade's."""
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import tempfile
 import unittest
 
 import harness
+import load_clients
 from harness import wait_until
 from proxy_clients import curl
 from proxy_harness import Proxy, toml_string
@@ -52,6 +54,27 @@ class Signals(unittest.TestCase):
         self.assertEqual(len(lines(rotated)), 3)
         self.assertTrue(all("after=" in l for l in lines(self.log)), lines(self.log))
         self.assertIn("reopened 1 access log(s)", self.proxy.process.read_log())
+
+    def test_usr1_under_load_loses_no_line(self):
+        load = load_clients.wrk(f"http://127.0.0.1:{self.proxy.port}/hello", 4, c=16)
+        self.addCleanup(load.stop)
+        wait_until(lambda: len(lines(self.log)) > 1000, timeout=30, what="lines logged")
+        rotated = []
+        for i in range(3):  # three rotations while the load runs
+            rotated.append(f"{self.log}.{i + 1}")
+            os.rename(self.log, rotated[-1])
+            self.signal(signal.SIGUSR1)
+            wait_until(lambda: self.proxy.process.read_log().count("reopened 1 access log") > i,
+                       what=f"reopen {i + 1}")
+            wait_until(lambda: len(lines(self.log)) > 100, timeout=30, what="the new file used")
+        self.assertTrue(load.running(), "the load ended before the rotations")
+        result = load.result()
+        self.assertEqual(result["failed"], 0, result["out"])
+        served = json.loads(harness.http_get(self.proxy.admin_port, "/status")[1])["requests"]
+        logged = lambda: sum(len(lines(p)) for p in rotated + [self.log])
+        # Each worker writes what it holds within a second: every request is in some file.
+        wait_until(lambda: logged() == served, timeout=5, what=f"{served} lines in all")
+        self.assertGreaterEqual(served, result["total"])
 
     def test_hup_with_errors_keeps_the_running_configuration(self):
         self.signal(signal.SIGHUP)
