@@ -1,0 +1,1 @@
+#include "server/proxy_protocol.h"
