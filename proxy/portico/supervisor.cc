@@ -5,6 +5,7 @@
 #include "core/error_log.h"
 #include "core/sd_notify.h"
 #include "portico/log_file.h"
+#include "portico/pid_file.h"
 
 #include <algorithm>
 #include <cerrno>
