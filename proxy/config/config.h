@@ -84,6 +84,11 @@ struct RouteConfig {
   std::string path_prefix = "/";
   std::string cluster;
   size_t cluster_index = 0; // resolved at load time
+  // WebSocket (an HTTP/1.1 Upgrade, or RFC 8441's extended CONNECT over HTTP/2) is tunnelled
+  // to the cluster, which must speak HTTP/1.1; off, the Upgrade is not forwarded (Envoy's
+  // upgrade_configs are opt-in too).
+  bool websocket = false;
+  double upgrade_timeout = 300; // a tunnel with no byte either way for this long is closed
 };
 
 struct ServerConfig {

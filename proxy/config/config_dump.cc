@@ -109,8 +109,11 @@ std::string dump_config(const Config& c) {
 
   toml::array routes;
   for (const auto& r : c.routes)
-    routes.push_back(
-        toml::table{{"host", r.host}, {"path_prefix", r.path_prefix}, {"cluster", r.cluster}});
+    routes.push_back(toml::table{{"host", r.host},
+                                 {"path_prefix", r.path_prefix},
+                                 {"cluster", r.cluster},
+                                 {"websocket", r.websocket},
+                                 {"upgrade_timeout", r.upgrade_timeout}});
   root.insert("route", std::move(routes));
 
   std::ostringstream out;

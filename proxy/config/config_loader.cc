@@ -444,9 +444,11 @@ void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
 
 void read_route(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[route]]";
-  r.only_keys(t, {"host", "path_prefix", "cluster"}, w);
+  r.only_keys(t, {"host", "path_prefix", "cluster", "websocket", "upgrade_timeout"}, w);
   RouteConfig rt;
   r.get_string(t, "host", rt.host, w);
+  r.get_bool(t, "websocket", rt.websocket, w);
+  r.get_number(t, "upgrade_timeout", rt.upgrade_timeout, w, 0.001, 86400 * 7);
   if (r.get_string(t, "path_prefix", rt.path_prefix, w) &&
       (rt.path_prefix.empty() || rt.path_prefix[0] != '/'))
     r.error(t.get("path_prefix")->source(), w + ": path_prefix must start with '/'");
@@ -459,6 +461,10 @@ void read_route(Reader& r, const toml::table& t, Config& c) {
       }
     if (!found)
       r.error(t.get("cluster")->source(), w + ": no cluster named '" + rt.cluster + "'");
+    else if (rt.websocket && c.clusters[rt.cluster_index].protocol != "http1")
+      r.error(t.get("websocket")->source(),
+              w + ": websocket needs a cluster that speaks http1 (an HTTP/1.1 Upgrade); '" +
+                  rt.cluster + "' speaks " + c.clusters[rt.cluster_index].protocol);
   }
   c.routes.push_back(std::move(rt));
 }

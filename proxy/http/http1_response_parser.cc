@@ -59,10 +59,12 @@ Http1ResponseParser::Http1ResponseParser(Sink& sink, UpstreamResponseHead& head,
   start(false);
 }
 
-void Http1ResponseParser::start(bool head_request) {
+void Http1ResponseParser::start(bool head_request, bool upgrade) {
   llhttp_reset(&parser_);
   scanner_.start_head(max_header_bytes_);
   head_request_ = head_request;
+  upgrade_ = upgrade;
+  upgraded_ = false;
   interim_bytes_ = 0;
   field_ = value_ = {};
   interim_ = in_trailers_ = done_ = started_ = failed_ = false;
@@ -173,10 +175,10 @@ int Http1ResponseParser::on_status_complete(llhttp_t* p) {
   auto* s = self(p);
   // The scanner has held the code to three digits, the first not 0.
   int status = p->status_code;
-  // 101 would switch protocols; nothing here asks for that.
-  if (status == 101)
+  // 101 switches protocols: only where the request asked for it.
+  if (status == 101 && !s->upgrade_)
     return s->fail("unexpected 101 from upstream");
-  s->interim_ = status < 200;
+  s->interim_ = status < 200 && status != 101;
   return 0;
 }
 
@@ -231,14 +233,15 @@ int Http1ResponseParser::on_headers_complete(llhttp_t* p) {
   // first, so it has reached the end already if they do).
   if (!s->scanner_.done())
     return s->fail("ambiguous response head");
-  if (s->interim_ != (p->status_code < 200)) // decided in on_status_complete
+  if (s->interim_ != (p->status_code < 200 && p->status_code != 101)) // on_status_complete's
     return s->fail("ambiguous status line");
   if (s->interim_)
     return s->end_interim_head();
   auto& h = s->head_;
   h.status = p->status_code;
   h.minor_version = p->http_minor;
-  bool no_body = s->head_request_ || h.status == 204 || h.status == 304;
+  bool no_body = s->head_request_ || h.status == 204 || h.status == 304 || h.status == 101;
+  s->upgraded_ = h.status == 101;
   if (s->check_framing(no_body) != 0)
     return HPE_USER;
   for (const auto& f : h.headers)

@@ -9,7 +9,9 @@
 // connection.
 //
 // Interim 1xx responses are checked and skipped (never a body); a response to HEAD, or a
-// 204/304, has no body whatever its headers say (RFC 9112 6.3 rule 1).
+// 204/304, has no body whatever its headers say (RFC 9112 6.3 rule 1). A 101 is the final
+// response to a request that asked to upgrade (WebSocket), and refused for any other: what
+// follows it is no longer HTTP, and the parser is done.
 #include "http/arena.h"
 #include "http/header.h"
 #include "http/http1_strict_scanner.h"
@@ -62,8 +64,11 @@ public:
   Http1ResponseParser(const Http1ResponseParser&) = delete;
   Http1ResponseParser& operator=(const Http1ResponseParser&) = delete;
 
-  // Before each request: whether its response can carry a body (not for HEAD).
-  void start(bool head_request);
+  // Before each request: whether its response can carry a body (not for HEAD), and whether
+  // the request asked to upgrade, so that a 101 may end the HTTP part of the connection.
+  void start(bool head_request, bool upgrade = false);
+  // The response was a 101 to an upgrade: done(), and the bytes after it are the new protocol's.
+  bool upgraded() const { return upgraded_; }
   // Returns bytes consumed: all of them, or fewer when the response ends in this buffer
   // (done() turns true; the rest belongs to no request) or on an error (failed()).
   size_t feed(const char* data, size_t len);
@@ -109,7 +114,9 @@ private:
   const char* buf_end_ = nullptr;
   std::string_view field_, value_;
   bool head_request_ = false;
-  bool interim_ = false; // parsing a 1xx
+  bool upgrade_ = false;  // the request asked to upgrade: a 101 is its final response
+  bool upgraded_ = false; // and that 101 came
+  bool interim_ = false;  // parsing a 1xx
   bool in_trailers_ = false;
   bool views_in_buffer_ = false; // some field views point into the current input buffer
   bool done_ = false;

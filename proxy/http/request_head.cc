@@ -16,4 +16,15 @@ std::string_view query_param(std::string_view query, std::string_view key) {
   return {};
 }
 
+bool RequestHead::is_websocket_upgrade() const {
+  if (version == Version::HTTP_2)
+    return method == "CONNECT" && iequals(protocol, "websocket");
+  if (version != Version::HTTP_1_1 || method != "GET")
+    return false;
+  const Header* upgrade = find("upgrade");
+  const Header* connection = find("connection");
+  return upgrade && connection && list_contains(upgrade->value, "websocket") &&
+         list_contains(connection->value, "upgrade");
+}
+
 } // namespace portico::http

@@ -15,6 +15,7 @@ struct RequestHead {
   std::string_view scheme;    // "http" or "https"
   std::string_view authority; // Host header or :authority
   std::string_view target;    // path and query, as sent
+  std::string_view protocol;  // HTTP/2 extended CONNECT's :protocol (RFC 8441), else empty
   Version version = Version::HTTP_1_1;
   std::vector<Header> headers; // regular fields, names lower case, pseudo-headers excluded
   int64_t content_length = -1; // -1 when absent
@@ -35,9 +36,12 @@ struct RequestHead {
   }
   bool has_body() const { return chunked || content_length > 0; }
   bool is_head() const { return method == "HEAD"; }
+  // A WebSocket opening handshake: an HTTP/1.1 GET asking to upgrade (RFC 6455 4.1), or an
+  // HTTP/2 extended CONNECT for the websocket protocol (RFC 8441 4).
+  bool is_websocket_upgrade() const;
 
   void clear() {
-    method = scheme = authority = target = {};
+    method = scheme = authority = target = protocol = {};
     version = Version::HTTP_1_1;
     headers.clear(); // keeps capacity: no allocation on the next request
     content_length = -1;

@@ -60,6 +60,11 @@ public:
   virtual void end_response_with_trailers(std::span<const http::Header> trailers) {
     end_response();
   }
+  // Opens a tunnel (WebSocket): sends head, 101 with its upgrade fields on HTTP/1.1, a 2xx on
+  // HTTP/2 (RFC 8441). From then on the request body is the client's bytes, raw, until
+  // on_request_end (the client's end of sending; on HTTP/1.1 a second one, after the
+  // handshake request's own), send_body's bytes go back raw, and end_response ends ours.
+  virtual void start_tunnel(const http::ResponseHead& head) { send_head(head); }
   // Response bytes queued and not yet handed to the socket.
   virtual size_t buffered() const = 0;
   // Stops reading this request's body (backpressure) until resume_request_body().

@@ -50,7 +50,7 @@ void Http1Exchange::send_body(std::string_view data) {
   if (chunked_)
     http::append_chunk(out, data);
   else
-    out.append(data);
+    out.append(data); // raw in a tunnel too
   session_.conn_.want_flush();
 }
 
@@ -62,6 +62,10 @@ void Http1Exchange::end_response_with_trailers(std::span<const http::Header> tra
   if (!head_sent_ || response_ended_)
     return;
   response_ended_ = true;
+  if (session_.state_ == Http1ServerSession::State::TUNNEL) {
+    session_.finish_exchange(); // the upstream ended its side: the connection closes
+    return;
+  }
   // Written before the exchange can close: the trailers may belong to the listener.
   if (chunked_)
     http::append_last_chunk(session_.conn_.output(), trailers);
@@ -71,6 +75,16 @@ void Http1Exchange::end_response_with_trailers(std::span<const http::Header> tra
   // for ever. Closing lingers, so the client still reads this response.
   if (request_ended_ || !session_.keep_alive_)
     session_.finish_exchange();
+}
+
+void Http1Exchange::start_tunnel(const http::ResponseHead& head) {
+  if (head_sent_ || head.status != 101 || !request_.is_websocket_upgrade()) {
+    send_head(head); // not a tunnel after all: an ordinary response
+    return;
+  }
+  head_sent_ = true;
+  response_status_ = 101;
+  session_.start_tunnel(head);
 }
 
 size_t Http1Exchange::buffered() const {
@@ -98,6 +112,7 @@ const char* to_string(Http1ServerSession::State s) {
   case RESPONSE: return "RESPONSE";
   case OUTPUT_FULL: return "OUTPUT_FULL";
   case UPGRADED: return "UPGRADED";
+  case TUNNEL: return "TUNNEL";
   case CLOSING: return "CLOSING";
   case CLOSED: return "CLOSED";
   }
@@ -113,14 +128,15 @@ namespace {
     return from != CLOSED;
   if (to == CLOSING)
     return from == IDLE || from == HEAD || from == REQUEST || from == RESPONSE ||
-           from == OUTPUT_FULL;
+           from == OUTPUT_FULL || from == TUNNEL;
   switch (from) {
   case IDLE: return to == HEAD || to == REQUEST || to == OUTPUT_FULL;
   case HEAD: return to == REQUEST;
-  case REQUEST: return to == RESPONSE || to == IDLE || to == UPGRADED;
-  case RESPONSE: return to == IDLE;
+  case REQUEST: return to == RESPONSE || to == IDLE || to == UPGRADED || to == TUNNEL;
+  case RESPONSE: return to == IDLE || to == TUNNEL;
   case OUTPUT_FULL: return to == IDLE;
   case UPGRADED:
+  case TUNNEL:
   case CLOSING:
   case CLOSED: return false;
   }
@@ -151,6 +167,12 @@ Http1ServerSession::~Http1ServerSession() = default;
 size_t Http1ServerSession::on_input(const char* data, size_t len) {
   if (state_ == State::UPGRADED)
     return 0;
+  if (state_ == State::TUNNEL) {
+    // The client's bytes, as they are (pause_request_body stops the reads that bring more).
+    if (ex_.listener_ && !ex_.request_ended_ && len > 0)
+      ex_.listener_->on_request_body(ex_, {data, len});
+    return len;
+  }
   size_t used = 0;
   in_input_ = true;
   while (used < len && state_ != State::UPGRADED && !conn_.closing()) {
@@ -250,6 +272,19 @@ void Http1ServerSession::finish_exchange() {
   // exchange is gone with the connection.
   if (state_ == State::CLOSED)
     return;
+  if (state_ == State::TUNNEL) {
+    // A tunnel is the connection's last exchange: it closes once our bytes are out (what the
+    // client still sends is read and dropped meanwhile).
+    set_state(State::CLOSING);
+    if (ex_.listener_) {
+      auto* l = ex_.listener_;
+      ex_.listener_ = nullptr;
+      l->on_exchange_close(ex_);
+    }
+    if (state_ != State::CLOSED)
+      conn_.close_after_flush(true);
+    return;
+  }
   set_state(State::IDLE);
   if (ex_.listener_) {
     auto* l = ex_.listener_;
@@ -397,8 +432,38 @@ bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {
   return true;
 }
 
+void Http1ServerSession::start_tunnel(const http::ResponseHead& head) {
+  // What the handler's 101 says, and the upgrade fields of our own hop (RFC 9110 7.8).
+  auto& out = conn_.output();
+  out.append("HTTP/1.1 101 Switching Protocols\r\nserver: ");
+  out.append(conn_.context().limits().server_name);
+  out.append("\r\ndate: ");
+  out.append(core::http_date_now());
+  out.append("\r\n");
+  head.for_each([&](const http::Header& h) { http::append_field(out, h.name, h.value); });
+  out.append("connection: upgrade\r\nupgrade: websocket\r\n\r\n");
+  conn_.want_flush();
+  keep_alive_ = false;
+  // The handshake request ended with its head; from here the request side is the client's
+  // bytes, ended by its EOF.
+  ex_.request_ended_ = false;
+  set_state(State::TUNNEL);
+  conn_.want_input(); // bytes the client sent right after its handshake wait in the buffer
+}
+
 void Http1ServerSession::on_eof() {
   peer_eof_ = true;
+  if (state_ == State::TUNNEL) {
+    // The client is done sending; what comes back still goes out until the upstream ends.
+    if (!ex_.request_ended_) {
+      ex_.request_ended_ = true;
+      if (ex_.listener_)
+        ex_.listener_->on_request_end(ex_);
+    }
+    if (ex_.response_ended_)
+      conn_.close_after_flush(false);
+    return;
+  }
   if (!in_exchange()) {
     // Between requests, or a truncated head: nothing more to answer.
     set_state(State::CLOSING);

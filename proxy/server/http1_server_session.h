@@ -1,7 +1,7 @@
 #pragma once
 // HTTP/1.0 and 1.1 for one client connection: one exchange at a time, pipelined requests
 // parsed only once the previous response is complete, keep-alive, chunked framing both ways,
-// Expect: 100-continue, and the hand-over to HTTP/2 on "Upgrade: h2c".
+// Expect: 100-continue, the hand-over to HTTP/2 on "Upgrade: h2c", and WebSocket tunnels.
 #include "http/http1_request_parser.h"
 #include "server/exchange.h"
 #include "server/server_session.h"
@@ -18,6 +18,7 @@ public:
   void send_body(std::string_view data) override;
   void end_response() override;
   void end_response_with_trailers(std::span<const http::Header> trailers) override;
+  void start_tunnel(const http::ResponseHead& head) override;
   size_t buffered() const override;
   void pause_request_body() override;
   void resume_request_body() override;
@@ -40,6 +41,7 @@ public:
   //   REQUEST -> IDLE                              the response ended before the request did
   //   IDLE -> OUTPUT_FULL -> IDLE                  a pipelining client that reads slowly
   //   REQUEST -> UPGRADED                          "Upgrade: h2c"
+  //   REQUEST, RESPONSE -> TUNNEL                  the handler answered an upgrade with 101
   //   IDLE, HEAD, REQUEST, RESPONSE, OUTPUT_FULL -> CLOSING; any but CLOSED -> CLOSED
   // What is not a stage of the connection's life stays a flag beside it (see the members).
   enum class State : uint8_t {
@@ -52,6 +54,8 @@ public:
     OUTPUT_FULL, // between requests with more than the high watermark of responses unread by
                  // the client: the next pipelined request is parsed once they drain
     UPGRADED,    // "101 Switching Protocols" queued: the connection is HTTP/2's from here
+    TUNNEL,      // 101 sent for a WebSocket: bytes go both ways unparsed until either side
+                 // ends; the exchange lasts as long
     CLOSING,     // the last response or an error is queued; the connection closes after it
     CLOSED,      // the connection closed, its exchange aborted: destroyed after this iteration
   };
@@ -79,7 +83,10 @@ private:
   // The one place state_ changes; asserts that from state_ to next is a transition above.
   void set_state(State next);
   // An exchange is between its head and its close (ex_ belongs to it).
-  bool in_exchange() const { return state_ == State::REQUEST || state_ == State::RESPONSE; }
+  bool in_exchange() const {
+    return state_ == State::REQUEST || state_ == State::RESPONSE || state_ == State::TUNNEL;
+  }
+  void start_tunnel(const http::ResponseHead& head);
   bool try_upgrade_h2c(const http::RequestHead& head);
   void send_error(int status);
   void send_continue();

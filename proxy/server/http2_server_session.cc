@@ -98,6 +98,9 @@ void Http2ServerSession::send_settings() {
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2_max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
+      // RFC 8441: WebSocket over HTTP/2 as an extended CONNECT (:protocol), which nghttp2
+      // validates once this is sent.
+      {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
   };
   PORTICO_NGHTTP2_MUST(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, std::size(iv)));
   PORTICO_NGHTTP2_MUST(
@@ -382,6 +385,8 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
       r.authority = a.copy(v);
     else if (n == ":scheme")
       r.scheme = a.copy(v);
+    else if (n == ":protocol")
+      r.protocol = a.copy(v);
     return 0;
   }
   if (n == "content-length") {

@@ -31,6 +31,7 @@ void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_r
   request_complete_ = request_sent_ = false;
   last_progress_ = ev_now(pool_.loop());
   response_seen_ = response_done_ = false;
+  tunnel_ = tunnel_write_shut_ = false;
   reading_paused_ = false;
   arena_.reset();
   parser_.start(head_request);
@@ -47,6 +48,8 @@ void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_r
 void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFraming framing,
                                         const ClientOrigin& client, const ForwardingOptions& fwd) {
   framing_ = framing;
+  if (framing == BodyFraming::TUNNEL)
+    parser_.start(false, true); // a 101 may answer it
   write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
 }
@@ -61,10 +64,20 @@ void Http1UpstreamConnection::send_body(std::string_view data) {
 }
 
 void Http1UpstreamConnection::end_request(std::span<const http::Header> trailers) {
+  if (tunnel_) {
+    tunnel_write_shut_ = true; // shut once what is queued has gone (flush)
+    want_flush();
+    return;
+  }
   if (framing_ == BodyFraming::CHUNKED)
     http::append_last_chunk(out_, trailers);
   request_complete_ = true;
   want_flush();
+}
+
+void Http1UpstreamConnection::set_tunnel_timeout(double seconds) {
+  tunnel_timeout_ = seconds;
+  arm_timer(seconds); // the response_timeout armed for the handshake is not the tunnel's
 }
 
 void Http1UpstreamConnection::detach() {
@@ -106,6 +119,10 @@ void Http1UpstreamConnection::flush() {
     ev_io_stop(pool_.loop(), &wev_);
   else
     ev_io_start(pool_.loop(), &wev_);
+  if (tunnel_write_shut_ && out_.empty()) {
+    tunnel_write_shut_ = false;
+    ::shutdown(fd_, SHUT_WR); // the WebSocket peer reads our EOF; its own may follow
+  }
   if (request_complete_ && out_.empty() && !request_sent_) {
     // All of it is with the upstream: from now on the wait is for its answer. The timer
     // armed at attach finds the new deadline when it fires (no re-arming per request).
@@ -173,6 +190,10 @@ void Http1UpstreamConnection::on_readable() {
     close();
     return;
   }
+  if (tunnel_) {
+    read_tunnel();
+    return;
+  }
   for (int i = 0; i < kReadsPerWakeup && state_ == State::ACTIVE && !reading_paused_; ++i) {
     if (!in_)
       in_ = core::BlockPool::local().get();
@@ -205,6 +226,12 @@ void Http1UpstreamConnection::on_readable() {
     in_->begin += static_cast<uint32_t>(used);
     if (state_ != State::ACTIVE)
       return;
+    if (parser_.upgraded()) {
+      // The 101 went to the client; what followed it in this read is the tunnel's.
+      tunnel_ = true;
+      read_tunnel();
+      return;
+    }
     if (response_done_) {
       // Finished here, after the parser returned, so that leftover bytes are known.
       finish_exchange();
@@ -217,11 +244,53 @@ void Http1UpstreamConnection::on_readable() {
   }
 }
 
+void Http1UpstreamConnection::read_tunnel() {
+  for (int i = 0; i < kReadsPerWakeup && state_ == State::ACTIVE && !reading_paused_; ++i) {
+    if (in_ && in_->readable() > 0) {
+      std::string_view data(in_->data + in_->begin, in_->readable());
+      in_->begin = in_->end = 0;
+      if (client_)
+        client_->on_upstream_body(data); // the client copies what it takes
+      continue;
+    }
+    if (!in_)
+      in_ = core::BlockPool::local().get();
+    in_->begin = in_->end = 0;
+    size_t n = 0;
+    Read r = read_once(in_->data, in_->writable(), &n);
+    if (r == Read::WOULD_BLOCK)
+      return;
+    if (r == Read::FAILED) {
+      fail(UpstreamError::RESET);
+      return;
+    }
+    if (r == Read::END) {
+      // The upstream closed its side: so does the client's, once its bytes are out.
+      head_.keep_alive = false;
+      finish_exchange();
+      return;
+    }
+    in_->end = static_cast<uint32_t>(n);
+    last_read_ = ev_now(pool_.loop());
+  }
+}
+
 void Http1UpstreamConnection::on_timer() {
   double now = ev_now(pool_.loop());
   switch (state_) {
   case State::CONNECTING: fail(UpstreamError::CONNECT_TIMEOUT); return;
   case State::ACTIVE: {
+    if (tunnel_) {
+      // Idle both ways for upgrade_timeout: closed. A client that does not read is its
+      // send_timeout's (reading is paused then), not this.
+      double left = std::max(last_progress_, last_read_) + tunnel_timeout_ - now;
+      if (reading_paused_ || left > 0.001) {
+        arm_timer(reading_paused_ ? tunnel_timeout_ : left);
+        return;
+      }
+      fail(UpstreamError::RESPONSE_TIMEOUT);
+      return;
+    }
     // A paused read is the client's doing, not the upstream's. While the request is still
     // going up, the limit is on its progress (either side may be slow); response_timeout
     // starts once it has all been written.
@@ -267,7 +336,8 @@ void Http1UpstreamConnection::finish_exchange() {
   // sends that body anyway, in a later write where the next request's response would be
   // read: its framing is in doubt, and a new connection costs less than a wrong answer.
   bool reusable = head_.keep_alive && !head_.body_announced && request_complete_ && out_.empty() &&
-                  (!in_ || in_->readable() == 0) && state_ == State::ACTIVE;
+                  (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
+                  framing_ != BodyFraming::TUNNEL;
   if (reusable && in_) {
     // An idle pooled connection holds no input block; the next response gets one.
     core::BlockPool::local().put(in_);

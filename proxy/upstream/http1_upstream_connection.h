@@ -42,6 +42,7 @@ public:
                  const ForwardingOptions& fwd) override;
   void send_body(std::string_view data) override;
   void end_request(std::span<const http::Header> trailers) override;
+  void set_tunnel_timeout(double seconds) override;
   void detach() override;
   void pause_reading() override;
   void resume_reading() override;
@@ -74,6 +75,8 @@ private:
   void fail(UpstreamError e);
   void finish_exchange();
   void run_deferred() override;
+  // After a 101: bytes are relayed as they come, until either side ends.
+  void read_tunnel();
 
   void on_response_head(http::UpstreamResponseHead& head) override;
   void on_response_body(std::string_view data) override;
@@ -101,6 +104,11 @@ private:
   bool reading_paused_ = false;
   bool response_seen_ = false; // any response byte for the current exchange
   bool response_done_ = false;
+  // A WebSocket tunnel (framing_ TUNNEL): the 101 came, and the client has shut its side.
+  // The connection is never reused after a TUNNEL request, upgraded or not.
+  bool tunnel_ = false;
+  bool tunnel_write_shut_ = false;
+  double tunnel_timeout_ = 300;
 };
 
 } // namespace portico::upstream

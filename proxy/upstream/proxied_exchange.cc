@@ -35,8 +35,12 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
 
 void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
                             metrics::RouteMetrics& route, metrics::AccessLog* log,
-                            uint32_t* in_flight) {
+                            uint32_t* in_flight, double tunnel_timeout) {
   auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
+  if (tunnel_timeout > 0) {
+    p->tunnel_timeout_ = tunnel_timeout;
+    p->framing_ = BodyFraming::TUNNEL;
+  }
   if (in_flight) {
     p->in_flight_ = in_flight;
     ++*in_flight;
@@ -146,7 +150,16 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
   }
 }
 
-void ProxiedExchange::on_request_end(server::Exchange&) {
+void ProxiedExchange::on_request_end(server::Exchange& ex) {
+  if (tunnel_) {
+    if (up_)
+      up_->end_request({}); // the client shut its side of the tunnel: so does ours upstream
+    return;
+  }
+  // An HTTP/2 client's END_STREAM on a WebSocket CONNECT ends its side of the tunnel to come;
+  // an HTTP/1.1 client's handshake request simply ends (its EOF ends the tunnel later).
+  if (framing_ == BodyFraming::TUNNEL && ex.request().version == http::Version::HTTP_2)
+    client_shut_early_ = true;
   request_ended_ = true;
   if (up_)
     finish_request();
@@ -181,6 +194,10 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   if (has_connection)
     std::erase_if(fields,
                   [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
+  if (framing_ == BodyFraming::TUNNEL && h.status == 101) {
+    open_tunnel(h, fields);
+    return;
+  }
   head.more = fields;
   set_state(State::RESPONSE);
   answered_by_ = metrics::AnsweredBy::UPSTREAM;
@@ -190,6 +207,39 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     connect_ = up_->connect_seconds(); // a fresh connection: its connect is this request's
   cluster_.metrics().first_byte.observe(first_byte_);
   ex_.send_head(head);
+}
+
+void ProxiedExchange::open_tunnel(const http::UpstreamResponseHead& h,
+                                  std::span<const http::Header> fields) {
+  set_state(State::RESPONSE);
+  answered_by_ = metrics::AnsweredBy::UPSTREAM;
+  status_ = 101;
+  first_byte_ = ev_time() - phase_at_;
+  if (up_ && up_->first_on_connection())
+    connect_ = up_->connect_seconds();
+  cluster_.metrics().first_byte.observe(first_byte_);
+  tunnel_ = true;
+  replayable_ = false; // nothing is sent twice once the upstream has switched protocols
+  replay_.clear();
+  up_->set_tunnel_timeout(tunnel_timeout_);
+  http::ResponseHead head;
+  head.content_length = -1;
+  thread_local std::vector<http::Header> kept;
+  kept.clear();
+  if (ex_.request().version == http::Version::HTTP_2) {
+    // RFC 8441 5: the client's 2xx; Sec-WebSocket-Accept answers a key it never sent.
+    head.status = 200;
+    for (const auto& f : fields)
+      if (f.name != "sec-websocket-accept")
+        kept.push_back(f);
+  } else {
+    head.status = 101;
+    kept.assign(fields.begin(), fields.end());
+  }
+  head.more = kept;
+  ex_.start_tunnel(head);
+  if (client_shut_early_ && up_)
+    up_->end_request({});
 }
 
 void ProxiedExchange::on_upstream_body(std::string_view data) {

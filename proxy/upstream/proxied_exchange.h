@@ -44,10 +44,12 @@ public:
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
   // in_flight: counts the exchanges alive (the router's, so that a reload knows when the
-  // configuration they started with is no longer used), or null.
+  // configuration they started with is no longer used), or null. tunnel_timeout > 0: the
+  // request is a WebSocket handshake its route lets through, and the tunnel a 101 opens
+  // closes after this long without a byte.
   static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
                     metrics::RouteMetrics& route, metrics::AccessLog* log,
-                    uint32_t* in_flight = nullptr);
+                    uint32_t* in_flight = nullptr, double tunnel_timeout = 0);
   ~ProxiedExchange() override;
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
@@ -76,6 +78,8 @@ private:
   void write_body(std::string_view data);
   void finish_request();
   void fail(int status);
+  // The upstream's 101 to a TUNNEL request: the client's side opens too.
+  void open_tunnel(const http::UpstreamResponseHead& h, std::span<const http::Header> fields);
 
   server::Exchange& ex_;
   Cluster& cluster_;
@@ -106,6 +110,11 @@ private:
   bool retried_ = false;
   bool client_paused_ = false;
   bool upstream_paused_ = false;
+  // A WebSocket tunnel: asked for (its idle timeout, 0: not a tunnel request), open (the 101
+  // came), and an HTTP/2 client's END_STREAM that came before it (passed on once it is open).
+  double tunnel_timeout_ = 0;
+  bool tunnel_ = false;
+  bool client_shut_early_ = false;
 };
 
 const char* to_string(ProxiedExchange::State s);

@@ -83,10 +83,39 @@ struct Http1Fields {
 
 } // namespace
 
+namespace {
+
+// RFC 6455 4.1: a nonce of 16 random bytes, base64 (24 characters), for the upstream's
+// handshake when the client's (RFC 8441 over HTTP/2) carried none.
+void append_websocket_key(core::ByteQueue& out) {
+  static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = rng(), b = rng();
+  unsigned char bytes[18] = {};
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<unsigned char>(a >> (8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(b >> (8 * i));
+  }
+  char key[24];
+  for (int i = 0, o = 0; i < 18; i += 3, o += 4) {
+    uint32_t v = (uint32_t(bytes[i]) << 16) | (uint32_t(bytes[i + 1]) << 8) | bytes[i + 2];
+    key[o] = kB64[(v >> 18) & 63];
+    key[o + 1] = kB64[(v >> 12) & 63];
+    key[o + 2] = kB64[(v >> 6) & 63];
+    key[o + 3] = kB64[v & 63];
+  }
+  key[22] = key[23] = '='; // 16 bytes: two padding characters
+  http::append_field(out, "sec-websocket-key", {key, sizeof key});
+}
+
+} // namespace
+
 void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& req,
                                  BodyFraming framing, const ClientOrigin& client,
                                  const ForwardingOptions& opts) {
-  out.append(req.method);
+  // An HTTP/2 extended CONNECT becomes the HTTP/1.1 handshake it stands for (RFC 8441 5).
+  bool h2_websocket = framing == BodyFraming::TUNNEL && req.version == http::Version::HTTP_2;
+  out.append(h2_websocket ? std::string_view("GET") : req.method);
   out.append(" ");
   out.append(req.target);
   out.append(" HTTP/1.1\r\nhost: ");
@@ -100,6 +129,12 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
     out.append("\r\n");
   } else if (framing == BodyFraming::CHUNKED) {
     out.append("transfer-encoding: chunked\r\n");
+  } else if (framing == BodyFraming::TUNNEL) {
+    out.append("connection: upgrade\r\nupgrade: websocket\r\n");
+    if (h2_websocket && !req.find("sec-websocket-key"))
+      append_websocket_key(out);
+    if (h2_websocket && !req.find("sec-websocket-version"))
+      out.append("sec-websocket-version: 13\r\n");
   }
   out.append("\r\n");
 }

@@ -26,7 +26,10 @@ struct ClientOrigin {
   bool trusted = false;
 };
 
-enum class BodyFraming { NONE, CONTENT_LENGTH, CHUNKED };
+// TUNNEL: a WebSocket opening handshake (an HTTP/1.1 Upgrade, or HTTP/2's extended CONNECT
+// made one): the upgrade fields go up, and once the upstream answers 101 the body is raw bytes
+// both ways.
+enum class BodyFraming { NONE, CONTENT_LENGTH, CHUNKED, TUNNEL };
 
 // How the request body travels upstream: as received when its length is known, chunked when
 // it is not (an HTTP/1 chunked body, or HTTP/2 DATA without content-length).

@@ -47,15 +47,30 @@ void Router::on_request(server::Exchange& ex) {
     metrics::AccessLog* log = ex.listener_index() < access_logs_.size()
                                   ? access_logs_[ex.listener_index()].get()
                                   : nullptr;
+    double tunnel = 0;
+    if (req.is_websocket_upgrade()) {
+      if (r.websocket) {
+        tunnel = r.upgrade_timeout;
+      } else if (req.version == http::Version::HTTP_2) {
+        // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
+        // extended CONNECT has no such reading.
+        reject(ex, i, 501, "websocket is not enabled on this route\n");
+        return;
+      }
+    }
     ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log,
-                           &in_flight_);
+                           &in_flight_, tunnel);
     return;
   }
-  auto& none = metrics_.route(cfg_.routes.size());
-  none.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), 404,
-                    metrics::AnsweredBy::PROXY);
-  none.duration.observe(0);
-  ex.respond(404, "text/plain", "no route\n");
+  reject(ex, cfg_.routes.size(), 404, "no route\n");
+}
+
+void Router::reject(server::Exchange& ex, size_t route, int status, std::string_view body) {
+  auto& m = metrics_.route(route);
+  m.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), status,
+                 metrics::AnsweredBy::PROXY);
+  m.duration.observe(0);
+  ex.respond(status, "text/plain", body);
 }
 
 } // namespace portico::upstream

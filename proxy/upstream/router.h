@@ -30,6 +30,9 @@ public:
   static bool host_matches(std::string_view pattern, std::string_view authority);
 
 private:
+  // Answered here, counted under route (routes.size(): no route matched).
+  void reject(server::Exchange& ex, size_t route, int status, std::string_view body);
+
   const config::Config& cfg_;
   std::vector<std::shared_ptr<Cluster>> clusters_;
   metrics::WorkerMetrics& metrics_;

@@ -20,8 +20,11 @@ public:
                          const ClientOrigin& client, const ForwardingOptions& fwd) = 0;
   // Request body bytes, in order (copied; the view need not outlive the call).
   virtual void send_body(std::string_view data) = 0;
-  // The request is complete, with these trailers (for a chunked or HTTP/2 body).
+  // The request is complete, with these trailers (for a chunked or HTTP/2 body). In a
+  // tunnel, after the upgrade: the client sends no more (the write side is shut).
   virtual void end_request(std::span<const http::Header> trailers) = 0;
+  // After a 101 to a TUNNEL request: a tunnel with no byte either way for this long closes.
+  virtual void set_tunnel_timeout(double seconds) {}
   // Request bytes accepted but not yet written: the client is held back above a watermark.
   virtual size_t buffered() const = 0;
   // Stop or restart taking response bytes (the client cannot keep up).

@@ -35,13 +35,14 @@ class Proxy:
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
-                 ignore_reports=(), binary=None):
+                 ignore_reports=(), binary=None, routes_first=""):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
         portico's environment, if not this process's; ignore_reports: sanitizer reports known
         to be false (harness.UBSAN_FD_EXHAUSTION); binary: the portico program to run, if not
-        the one built."""
+        the one built; routes_first: [[route]] tables (and their clusters) placed before the
+        catch-all route to the cluster "app", so that they can match."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -63,7 +64,8 @@ class Proxy:
                   "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]
         for k, v in (cluster_options or {}).items():
             lines.append(f"{k} = {v}")
-        lines += ["", "[[route]]", 'path_prefix = "/"', 'cluster = "app"', "", extra_config]
+        lines += ["", routes_first, "[[route]]", 'path_prefix = "/"', 'cluster = "app"', "",
+                  extra_config]
         self.config_path = os.path.join(self.tmp, "portico.toml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")

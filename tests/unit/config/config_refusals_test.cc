@@ -132,3 +132,41 @@ TEST(ConfigRefusals, AdminOnAListenersAddress) {
 
 } // namespace
 } // namespace portico::config
+
+namespace portico::config {
+namespace {
+
+constexpr std::string_view kTwoClusters = R"([[listener]]
+address = "127.0.0.1:8080"
+[[cluster]]
+name = "h1"
+endpoints = ["127.0.0.1:9000"]
+[[cluster]]
+name = "h2"
+endpoints = ["127.0.0.1:9001"]
+protocol = "h2c"
+)";
+
+TEST(ConfigRefusals, WebSocketRoutes) {
+  std::vector<std::string> errors;
+  auto ok =
+      parse_config(std::string(kTwoClusters) +
+                       "[[route]]\ncluster = \"h1\"\nwebsocket = true\nupgrade_timeout = 30\n",
+                   "t.toml", &errors);
+  ASSERT_TRUE(ok) << errors[0];
+  EXPECT_TRUE(ok->routes[0].websocket);
+  EXPECT_EQ(ok->routes[0].upgrade_timeout, 30);
+  EXPECT_EQ(refused(std::string(kTwoClusters) + "[[route]]\ncluster = \"h2\"\nwebsocket = true\n"),
+            "t.toml:12:13: [[route]]: websocket needs a cluster that speaks http1 (an HTTP/1.1 "
+            "Upgrade); 'h2' speaks h2c");
+  EXPECT_NE(refused(std::string(kTwoClusters) + "[[route]]\ncluster = \"h1\"\nwebsocket = 1\n")
+                .find("t.toml:12:"),
+            std::string::npos);
+  EXPECT_NE(
+      refused(std::string(kTwoClusters) + "[[route]]\ncluster = \"h1\"\nupgrade_timeout = 0\n")
+          .find("'upgrade_timeout' must be a number from 0.001"),
+      std::string::npos);
+}
+
+} // namespace
+} // namespace portico::config
