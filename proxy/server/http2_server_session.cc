@@ -241,7 +241,10 @@ void Http2ServerSession::submit_response(Http2Exchange& st, const http::Response
   std::to_chars(status, status + 3, head.status);
   char length[24];
   size_t length_len = 0;
-  bool no_body = st.request_.is_head() || http::status_has_no_body(head.status);
+  // An empty body ends the stream with the HEADERS frame itself: what gRPC calls a
+  // trailers-only response, whose status fields a client reads only from a frame that ends.
+  bool no_body =
+      st.request_.is_head() || http::status_has_no_body(head.status) || head.content_length == 0;
   // Any number of fields (a proxied head may have dozens); nghttp2 copies them before
   // submit returns, so one vector per thread serves every response.
   thread_local std::vector<nghttp2_nv> nv;

@@ -1,5 +1,7 @@
 #include "upstream/proxied_exchange.h"
 
+#include "upstream/grpc_status.h"
+
 #include "http/http1_writer.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream_connection.h"
@@ -41,6 +43,11 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
     p->tunnel_timeout_ = tunnel_timeout;
     p->framing_ = BodyFraming::TUNNEL;
   }
+  if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
+    if (std::optional<double> t = grpc::timeout_of(ex.request())) {
+      ev_timer_set(&p->deadline_, std::max(*t, 0.0), 0);
+      ev_timer_start(ex.loop(), &p->deadline_);
+    }
   if (in_flight) {
     p->in_flight_ = in_flight;
     ++*in_flight;
@@ -52,15 +59,39 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
 }
 
 ProxiedExchange::~ProxiedExchange() {
+  ev_timer_stop(ex_loop_, &deadline_);
   if (in_flight_)
     --*in_flight_;
+}
+
+void ProxiedExchange::deadline_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<ProxiedExchange*>(w->data)->on_deadline();
+}
+
+void ProxiedExchange::on_deadline() {
+  if (state_ == State::FINISHED)
+    return;
+  if (queued)
+    pool_->cancel(this);
+  if (up_) {
+    up_->detach(); // the upstream hears of it as a reset stream, or a closed connection
+    up_ = nullptr;
+  }
+  if (state_ == State::RESPONSE) {
+    set_state(State::FINISHED);
+    ex_.abort(); // the response has begun: only a reset tells the client
+    return;
+  }
+  fail(504);
 }
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
                                  const ForwardingOptions& fwd, metrics::RouteMetrics& route,
                                  metrics::AccessLog* log)
     : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
-      log_(log) {
+      log_(log), ex_loop_(ex.loop()) {
+  ev_init(&deadline_, deadline_cb);
+  deadline_.data = this;
   client_origin_ = {ex.client_address(), ex.over_tls(),
                     !fwd.trusted_proxies.empty() &&
                         core::in_any(fwd.trusted_proxies, ex.client_address())};
@@ -323,6 +354,10 @@ void ProxiedExchange::fail(int status) {
   status_ = status;
   answered_by_ = metrics::AnsweredBy::PROXY;
   std::string_view reason = http::reason_phrase(status);
+  if (ex_.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex_.request())) {
+    grpc::respond_error(ex_, status, reason); // may close the exchange
+    return;
+  }
   char body[64];
   size_t n = std::min(reason.size(), sizeof body - 1);
   std::copy_n(reason.data(), n, body);
@@ -358,6 +393,7 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   route_metrics_.duration.observe(now - started_at_);
   if (log_)
     log_access(ex, now);
+  ev_timer_stop(ex_loop_, &deadline_);
   if (queued)
     pool_->cancel(this);
   if (up_)

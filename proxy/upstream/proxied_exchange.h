@@ -78,6 +78,9 @@ private:
   void write_body(std::string_view data);
   void finish_request();
   void fail(int status);
+  // grpc-timeout ran out: a 504 (DEADLINE_EXCEEDED) before the response began, a reset after.
+  static void deadline_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void on_deadline();
   // The upstream's 101 to a TUNNEL request: the client's side opens too.
   void open_tunnel(const http::UpstreamResponseHead& h, std::span<const http::Header> fields);
 
@@ -90,6 +93,7 @@ private:
   int status_ = 0;      // what the client was answered, 0 before that
   metrics::AnsweredBy answered_by_ = metrics::AnsweredBy::NONE;
   metrics::AccessLog* log_; // null: this listener logs nothing
+  struct ev_loop* ex_loop_;
   uint32_t* in_flight_ = nullptr;
   // For the access log: phase times of the last attempt, and the body sizes.
   double queue_ = 0, connect_ = 0, first_byte_ = 0;
@@ -112,6 +116,7 @@ private:
   bool upstream_paused_ = false;
   // A WebSocket tunnel: asked for (its idle timeout, 0: not a tunnel request), open (the 101
   // came), and an HTTP/2 client's END_STREAM that came before it (passed on once it is open).
+  ev_timer deadline_; // a gRPC call's grpc-timeout; active only for those that carry one
   double tunnel_timeout_ = 0;
   bool tunnel_ = false;
   bool client_shut_early_ = false;

@@ -26,7 +26,15 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
   // client could claim any address or https.
   std::string_view xff, xfp, forwarded, request_id;
   [[maybe_unused]] bool cookie_written = false;
+  bool te_trailers = false;
   for (const auto& h : req.headers) {
+    // "TE: trailers" says the client takes trailer fields, which a gRPC server requires to
+    // hear; it is the one TE that HTTP/2 allows (RFC 9113 8.2.2), and it stays true through
+    // this proxy, which passes trailers on. Any other TE is this hop's.
+    if (h.name == "te") {
+      te_trailers |= http::list_contains(h.value, "trailers");
+      continue;
+    }
     // Expect is answered by the proxy itself (100 Continue) before the body is read.
     if (is_hop_by_hop(h.name) || h.name == "host" || h.name == "content-length" ||
         h.name == "expect")
@@ -57,6 +65,8 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
     }
     e.field(h.name, h.value);
   }
+  if (te_trailers)
+    e.field("te", "trailers");
   if (opts.add_forwarded) {
     // string_view literals: a ?: of two C strings would be measured with strlen per request.
     using namespace std::string_view_literals;

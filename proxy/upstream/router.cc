@@ -1,5 +1,6 @@
 #include "upstream/router.h"
 
+#include "upstream/grpc_status.h"
 #include "upstream/proxied_exchange.h"
 
 namespace portico::upstream {
@@ -70,7 +71,10 @@ void Router::reject(server::Exchange& ex, size_t route, int status, std::string_
   m.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), status,
                  metrics::AnsweredBy::PROXY);
   m.duration.observe(0);
-  ex.respond(status, "text/plain", body);
+  if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
+    grpc::respond_error(ex, status, body.substr(0, body.size() - 1));
+  else
+    ex.respond(status, "text/plain", body);
 }
 
 } // namespace portico::upstream

@@ -35,14 +35,15 @@ class Proxy:
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
-                 ignore_reports=(), binary=None, routes_first=""):
+                 ignore_reports=(), binary=None, routes_first="", catch_all=True):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
         portico's environment, if not this process's; ignore_reports: sanitizer reports known
         to be false (harness.UBSAN_FD_EXHAUSTION); binary: the portico program to run, if not
         the one built; routes_first: [[route]] tables (and their clusters) placed before the
-        catch-all route to the cluster "app", so that they can match."""
+        catch-all route to the cluster "app", so that they can match; catch_all=False: no such
+        route (what no route matches is the proxy's 404)."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -64,8 +65,10 @@ class Proxy:
                   "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]
         for k, v in (cluster_options or {}).items():
             lines.append(f"{k} = {v}")
-        lines += ["", routes_first, "[[route]]", 'path_prefix = "/"', 'cluster = "app"', "",
-                  extra_config]
+        lines += ["", routes_first]
+        if catch_all:
+            lines += ["[[route]]", 'path_prefix = "/"', 'cluster = "app"', ""]
+        lines.append(extra_config)
         self.config_path = os.path.join(self.tmp, "portico.toml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines) + "\n")
