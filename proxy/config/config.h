@@ -42,6 +42,10 @@ struct ListenerConfig {
   std::string access_log;                 // path, "" = off
   std::string access_log_format = "text"; // text | json
   int max_connections = 0; // client connections on this listener, whole process; 0 = none
+  // Connections begin with a PROXY protocol header (v1 or v2, HAProxy's), whose source
+  // address is the client's from then on: X-Forwarded-For, Forwarded, the access log,
+  // trusted_proxies. A connection without a valid one within header_timeout is closed.
+  bool proxy_protocol = false;
 };
 
 struct AdminConfig {
@@ -74,6 +78,9 @@ struct ClusterConfig {
   size_t max_response_header_bytes = 65536; // a response head (or trailer section), 502 above
   bool retry_non_idempotent = false;        // ...for POST/PATCH too (nginx: non_idempotent)
   double fail_timeout = 10; // an endpoint whose connect failed is passed over this long; 0 = never
+  // "v1" or "v2": each upstream connection starts with a PROXY protocol header naming the
+  // client's addresses; such a connection carries one client's requests only. "" = none.
+  std::string send_proxy_protocol;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

@@ -80,7 +80,8 @@ std::string dump_config(const Config& c) {
     toml::table t{{"address", l.address.text},
                   {"access_log", l.access_log},
                   {"access_log_format", l.access_log_format},
-                  {"max_connections", l.max_connections}};
+                  {"max_connections", l.max_connections},
+                  {"proxy_protocol", l.proxy_protocol}};
     if (l.tls_enabled)
       t.insert("tls", tls_table(l.tls));
     listeners.push_back(std::move(t));
@@ -104,7 +105,8 @@ std::string dump_config(const Config& c) {
         {"retry_on_reset", k.retry_on_reset},
         {"retry_non_idempotent", k.retry_non_idempotent},
         {"max_response_header_bytes", static_cast<int64_t>(k.max_response_header_bytes)},
-        {"fail_timeout", k.fail_timeout}});
+        {"fail_timeout", k.fail_timeout},
+        {"send_proxy_protocol", k.send_proxy_protocol}});
   root.insert("cluster", std::move(clusters));
 
   toml::array routes;

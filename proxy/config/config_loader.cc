@@ -293,8 +293,11 @@ void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string
 
 void read_listener(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[listener]]";
-  r.only_keys(t, {"address", "tls", "access_log", "access_log_format", "max_connections"}, w);
+  r.only_keys(
+      t, {"address", "tls", "access_log", "access_log_format", "max_connections", "proxy_protocol"},
+      w);
   ListenerConfig l;
+  r.get_bool(t, "proxy_protocol", l.proxy_protocol, w);
   std::string addr;
   if (r.get_string(t, "address", addr, w, true)) {
     if (auto a = core::parse_listen_address(addr)) {
@@ -364,7 +367,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
               {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
                "connect_timeout", "send_timeout", "response_timeout", "idle_timeout",
                "max_idle_per_endpoint", "retry_on_reset", "retry_non_idempotent",
-               "max_response_header_bytes", "fail_timeout", "h2_connections"},
+               "max_response_header_bytes", "fail_timeout", "h2_connections",
+               "send_proxy_protocol"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -387,6 +391,16 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1" &&
       cl.protocol != "h2c")
     r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\" or \"h2c\"");
+  if (r.get_string(t, "send_proxy_protocol", cl.send_proxy_protocol, cw) &&
+      !cl.send_proxy_protocol.empty()) {
+    if (cl.send_proxy_protocol != "v1" && cl.send_proxy_protocol != "v2")
+      r.error(t.get("send_proxy_protocol")->source(),
+              cw + ": send_proxy_protocol must be \"v1\", \"v2\" or \"\" (none)");
+    else if (cl.protocol != "http1")
+      r.error(t.get("send_proxy_protocol")->source(),
+              cw + ": send_proxy_protocol needs protocol \"http1\": an h2c connection carries "
+                   "many clients' requests, and the header names one client");
+  }
   r.get_number(t, "max_connections", cl.max_connections, cw, 0, 1e6);
   r.get_number(t, "queue_timeout", cl.queue_timeout, cw, 0, 86400);
   r.get_number(t, "connect_timeout", cl.connect_timeout, cw, 0.001, 86400);

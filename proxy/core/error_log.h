@@ -19,6 +19,7 @@ enum class Kind {
   ENDPOINT_UP,      // ...and up again (a kind of its own: an up must not hide behind a down)
   DNS,              // a name did not resolve
   TLS_HANDSHAKE,    // a client's handshake failed
+  PROXY_HEADER,     // a client's PROXY protocol header was missing or malformed
   LIMIT,            // a limit was hit: connections, buffers, descriptors
   COUNT
 };

@@ -19,8 +19,10 @@ server::ServerLimits limits_for(const config::Config& cfg, int workers) {
   double blocks = cfg.server.max_buffer_memory / sizeof(core::Block);
   l.max_buffer_blocks = blocks > 0 ? static_cast<int64_t>(blocks / workers) + 1 : 0;
   l.max_buffered_response_bytes = static_cast<size_t>(cfg.server.max_buffered_response_bytes);
-  for (const auto& listener : cfg.listeners)
+  for (const auto& listener : cfg.listeners) {
     l.listener_max_connections.push_back(share(listener.max_connections, workers));
+    l.listener_proxy_protocol.push_back(listener.proxy_protocol ? 1 : 0);
+  }
   l.keepalive_timeout = cfg.server.keepalive_timeout;
   l.header_timeout = cfg.server.header_timeout;
   l.send_timeout = cfg.server.send_timeout;

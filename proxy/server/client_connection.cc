@@ -3,6 +3,7 @@
 #include "core/error_log.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
+#include "server/proxy_protocol.h"
 #include "server/server_context.h"
 #include "tls/tls_session.h"
 
@@ -31,6 +32,16 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
     tls_ = std::make_unique<tls::TlsSession>(tls, fd);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
+  peer_ss_ = ss;
+  set_peer_text(ss);
+  awaiting_proxy_header_ = ctx.limits().proxy_protocol(listener);
+  timer_.repeat = check_interval();
+  ev_timer_again(loop(), &timer_);
+  last_activity_ = ev_now(loop());
+  ev_io_start(loop(), &rev_);
+}
+
+void ClientConnection::set_peer_text(const sockaddr_storage& ss) {
   const char* text = "unix";
   if (ss.ss_family == AF_INET)
     text = ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, peer_,
@@ -41,10 +52,63 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
   if (text != peer_)
     std::strncpy(peer_, text ? text : "unknown", sizeof peer_ - 1);
   peer_len_ = static_cast<uint8_t>(std::strlen(peer_));
-  timer_.repeat = check_interval();
-  ev_timer_again(loop(), &timer_);
-  last_activity_ = ev_now(loop());
-  ev_io_start(loop(), &rev_);
+}
+
+void ClientConnection::socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
+  if (!local_known_) {
+    socklen_t len = sizeof local_ss_;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&local_ss_), &len) != 0)
+      local_ss_.ss_family = AF_UNSPEC;
+    local_known_ = true;
+  }
+  peer = peer_ss_;
+  local = local_ss_;
+}
+
+bool ClientConnection::read_proxy_header() {
+  namespace pp = proxy_protocol;
+  if (first_byte_ == 0)
+    first_byte_ = ev_now(loop()); // header_timeout runs from here, as for a request head
+  char buf[pp::kMaxHeaderBytes];
+  size_t have = proxy_header_.size();
+  ssize_t n = ::recv(fd_, buf + have, sizeof buf - have, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return false;
+  if (n <= 0) {
+    close_now();
+    return false;
+  }
+  std::memcpy(buf, proxy_header_.data(), have);
+  pp::Parsed p = pp::parse({buf, have + static_cast<size_t>(n)});
+  if (p.status == pp::Status::INVALID) {
+    core::log::write(core::log::Level::WARN, core::log::Kind::PROXY_HEADER,
+                     "listener %u: connection from %.*s closed: %s",
+                     static_cast<unsigned>(listener_), static_cast<int>(peer_len_), peer_,
+                     p.error.c_str());
+    close_now();
+    return false;
+  }
+  // Take only header bytes off the socket: all of what came while it is incomplete (a
+  // complete one would have parsed), exactly its rest once it is.
+  size_t take = p.status == pp::Status::DONE ? p.consumed - have : static_cast<size_t>(n);
+  if (::recv(fd_, buf + have, take, 0) != static_cast<ssize_t>(take)) {
+    close_now();
+    return false;
+  }
+  if (p.status == pp::Status::NEED_MORE) {
+    proxy_header_.append(buf + have, take);
+    return false;
+  }
+  awaiting_proxy_header_ = false;
+  proxy_header_ = std::string();
+  first_byte_ = 0; // what follows is timed as it would be without the header
+  if (!p.header.local) {
+    peer_ss_ = p.header.source;
+    local_ss_ = p.header.destination;
+    local_known_ = true;
+    set_peer_text(peer_ss_);
+  }
+  return true;
 }
 
 ClientConnection::~ClientConnection() {
@@ -225,6 +289,8 @@ void ClientConnection::on_readable() {
     linger_read();
     return;
   }
+  if (awaiting_proxy_header_ && !read_proxy_header())
+    return;
   if (tls_ && !tls_->established()) {
     // The handshake is the request head's first part: header_timeout runs from its first byte.
     if (first_byte_ == 0)

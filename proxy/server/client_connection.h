@@ -38,8 +38,12 @@ public:
   bool is_tls() const { return tls_ != nullptr; }
   // Input read and not yet consumed by the session (a pipelined request).
   bool input_buffered() const { return in_ && in_->readable() > 0; }
-  // The peer's address as text, for X-Forwarded-For and logs ("unix" on a unix socket).
+  // The peer's address as text, for X-Forwarded-For and logs ("unix" on a unix socket): the
+  // client's, from its PROXY protocol header on a listener that takes one.
   std::string_view peer_address() const { return {peer_, peer_len_}; }
+  // The client's and the proxy's end of the connection (from the PROXY header when there was
+  // one), for a PROXY header sent on upstream.
+  void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const;
 
   // Output was queued: flush at the end of this loop iteration.
   void want_flush();
@@ -104,6 +108,10 @@ private:
   ssize_t read_some(char* buf, size_t len);
   // Drives the TLS handshake; picks the session by ALPN when it completes. False: not done.
   bool handshake();
+  // Reads the PROXY protocol header, never a byte past it (TLS or HTTP starts right after,
+  // and OpenSSL reads the socket itself). False: not complete yet, or the connection closed.
+  bool read_proxy_header();
+  void set_peer_text(const sockaddr_storage& ss);
 
   ServerContext& ctx_;
   char peer_[46] = {}; // INET6_ADDRSTRLEN
@@ -120,6 +128,12 @@ private:
   std::unique_ptr<ServerSession> next_session_;
   std::unique_ptr<tls::TlsSession> tls_;
   CloseState close_state_ = CloseState::OPEN;
+  sockaddr_storage peer_ss_{};
+  // From the PROXY header (proxied_ true), or read with getsockname() when first asked.
+  mutable sockaddr_storage local_ss_{};
+  mutable bool local_known_ = false;
+  std::string proxy_header_; // the part of it read so far
+  bool awaiting_proxy_header_ = false;
   bool drain_requested_ = false; // drain() came before the session did
   bool linger_ = false;
   bool reading_paused_ = false;

@@ -8,6 +8,7 @@
 
 #include <ev.h>
 #include <span>
+#include <sys/socket.h>
 
 namespace portico::server {
 
@@ -79,6 +80,11 @@ public:
   bool over_tls() const { return over_tls_; }
   // Which configured listener accepted the connection.
   uint16_t listener_index() const { return listener_index_; }
+  // The client's and the proxy's ends of the connection (a PROXY protocol header's, when the
+  // listener takes one); AF_UNSPEC where unknown.
+  virtual void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
+    peer.ss_family = local.ss_family = AF_UNSPEC;
+  }
 
   bool head_sent() const { return head_sent_; }
   // The status of the response head sent, 0 before one is.

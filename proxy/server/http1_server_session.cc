@@ -87,6 +87,10 @@ void Http1Exchange::start_tunnel(const http::ResponseHead& head) {
   session_.start_tunnel(head);
 }
 
+void Http1Exchange::socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
+  session_.conn_.socket_addresses(peer, local);
+}
+
 size_t Http1Exchange::buffered() const {
   return session_.conn_.output().size();
 }

@@ -19,6 +19,7 @@ public:
   void end_response() override;
   void end_response_with_trailers(std::span<const http::Header> trailers) override;
   void start_tunnel(const http::ResponseHead& head) override;
+  void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const override;
   size_t buffered() const override;
   void pause_request_body() override;
   void resume_request_body() override;

@@ -60,6 +60,13 @@ void Http2Exchange::release(Http2Exchange* st) {
     delete st;
 }
 
+void Http2Exchange::socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
+  if (session_)
+    session_->connection().socket_addresses(peer, local);
+  else
+    Exchange::socket_addresses(peer, local);
+}
+
 void Http2Exchange::send_head(const http::ResponseHead& head) {
   if (head_sent_)
     return;

@@ -23,6 +23,7 @@ public:
   void end_response() override;
   void end_response_with_trailers(std::span<const http::Header> trailers) override;
   size_t buffered() const override { return body_.size(); }
+  void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const override;
   void pause_request_body() override;
   void resume_request_body() override;
   void abort() override;

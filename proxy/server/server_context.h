@@ -44,6 +44,11 @@ struct ServerLimits {
   // At the limit accepting pauses; the kernel's backlog holds the rest.
   uint32_t max_connections = 0;
   std::vector<uint32_t> listener_max_connections;
+  // Per listener index: its connections begin with a PROXY protocol header (1) or not (0).
+  std::vector<uint8_t> listener_proxy_protocol;
+  bool proxy_protocol(uint16_t listener) const {
+    return listener < listener_proxy_protocol.size() && listener_proxy_protocol[listener];
+  }
   // Buffer blocks this context's thread may hold before it stops accepting (0: no limit), and
   // the response bytes one connection or stream may hold before it is aborted: a producer
   // that ignores the watermarks cannot take the memory of the rest.

@@ -1,6 +1,8 @@
 #include "upstream/http1_upstream_connection.h"
 
 #include "http/http1_writer.h"
+#include "server/exchange.h"
+#include "server/proxy_protocol.h"
 #include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
@@ -50,6 +52,14 @@ void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFramin
   framing_ = framing;
   if (framing == BodyFraming::TUNNEL)
     parser_.start(false, true); // a 101 may answer it
+  const std::string& pp = pool_.cluster().send_proxy_protocol;
+  if (!pp.empty() && requests_ == 1 && client.exchange) {
+    // The connection's first bytes name the client (such a connection is never pooled).
+    sockaddr_storage peer, local;
+    client.exchange->socket_addresses(peer, local);
+    out_.append(pp == "v2" ? server::proxy_protocol::encode_v2(peer, local)
+                           : server::proxy_protocol::encode_v1(peer, local));
+  }
   write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
 }
@@ -337,7 +347,8 @@ void Http1UpstreamConnection::finish_exchange() {
   // read: its framing is in doubt, and a new connection costs less than a wrong answer.
   bool reusable = head_.keep_alive && !head_.body_announced && request_complete_ && out_.empty() &&
                   (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
-                  framing_ != BodyFraming::TUNNEL;
+                  framing_ != BodyFraming::TUNNEL &&
+                  pool_.cluster().send_proxy_protocol.empty(); // one client's connection
   if (reusable && in_) {
     // An idle pooled connection holds no input block; the next response gets one.
     core::BlockPool::local().put(in_);

@@ -92,9 +92,9 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
       log_(log), ex_loop_(ex.loop()) {
   ev_init(&deadline_, deadline_cb);
   deadline_.data = this;
-  client_origin_ = {ex.client_address(), ex.over_tls(),
-                    !fwd.trusted_proxies.empty() &&
-                        core::in_any(fwd.trusted_proxies, ex.client_address())};
+  client_origin_ = {
+      ex.client_address(), ex.over_tls(),
+      !fwd.trusted_proxies.empty() && core::in_any(fwd.trusted_proxies, ex.client_address()), &ex};
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
   framing_ = body_framing(ex.request(),

@@ -8,6 +8,10 @@
 
 #include <span>
 
+namespace portico::server {
+class Exchange;
+}
+
 namespace portico::upstream {
 
 struct ForwardingOptions {
@@ -24,6 +28,8 @@ struct ClientOrigin {
   std::string_view address;
   bool tls = false;
   bool trusted = false;
+  // Its connection's addresses, for a PROXY protocol header (send_proxy_protocol).
+  const server::Exchange* exchange = nullptr;
 };
 
 // TUNNEL: a WebSocket opening handshake (an HTTP/1.1 Upgrade, or HTTP/2's extended CONNECT

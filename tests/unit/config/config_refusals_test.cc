@@ -168,5 +168,25 @@ TEST(ConfigRefusals, WebSocketRoutes) {
       std::string::npos);
 }
 
+TEST(ConfigRefusals, ProxyProtocolKeys) {
+  std::vector<std::string> errors;
+  auto ok = parse_config(
+      "[[listener]]\naddress = \"127.0.0.1:8080\"\nproxy_protocol = true\n[[cluster]]\nname = "
+      "\"a\"\nendpoints = [\"127.0.0.1:9\"]\nsend_proxy_protocol = \"v2\"\n[[route]]\ncluster "
+      "= \"a\"\n",
+      "t.toml", &errors);
+  ASSERT_TRUE(ok) << errors[0];
+  EXPECT_TRUE(ok->listeners[0].proxy_protocol);
+  EXPECT_EQ(ok->clusters[0].send_proxy_protocol, "v2");
+  std::string bad = std::string(kTwoClusters);
+  bad.insert(bad.find("protocol = \"h2c\""), "send_proxy_protocol = \"v1\"\n");
+  EXPECT_NE(refused(bad + "[[route]]\ncluster = \"h1\"\n").find("needs protocol \"http1\""),
+            std::string::npos);
+  bad = std::string(kTwoClusters);
+  bad.insert(bad.find("[[cluster]]\nname = \"h2\""), "send_proxy_protocol = \"v3\"\n");
+  EXPECT_EQ(refused(bad + "[[route]]\ncluster = \"h1\"\n"),
+            "t.toml:6:23: cluster 'h1': send_proxy_protocol must be \"v1\", \"v2\" or \"\" (none)");
+}
+
 } // namespace
 } // namespace portico::config
