@@ -62,6 +62,17 @@ struct MetricsConfig {
   int buckets_per_decade = 3;
 };
 
+// TLS to a cluster's endpoints (nginx's proxy_ssl_*, Envoy's UpstreamTlsContext).
+struct ClusterTlsConfig {
+  bool enabled = false;
+  std::string ca;          // PEM bundle the endpoints' certificates must chain to; "" = system's
+  std::string server_name; // sent as SNI and verified; "" = the endpoint's host (a name or IP)
+  std::string certificate; // a client certificate for endpoints that ask for one (mTLS)
+  std::string private_key;
+  bool verify = true; // false: any certificate is accepted (never for the open internet)
+  bool operator==(const ClusterTlsConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
@@ -81,6 +92,9 @@ struct ClusterConfig {
   // "v1" or "v2": each upstream connection starts with a PROXY protocol header naming the
   // client's addresses; such a connection carries one client's requests only. "" = none.
   std::string send_proxy_protocol;
+  // TLS to the endpoints, ALPN "http/1.1" (protocol http1) or "h2" (protocol h2c: HTTP/2,
+  // over TLS here); the handshake counts in connect_timeout.
+  ClusterTlsConfig tls;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

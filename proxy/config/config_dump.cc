@@ -89,24 +89,35 @@ std::string dump_config(const Config& c) {
   root.insert("listener", std::move(listeners));
 
   toml::array clusters;
-  for (const auto& k : c.clusters)
-    clusters.push_back(toml::table{
-        {"name", k.name},
-        {"endpoints", strings(k.endpoints)},
-        {"protocol", k.protocol},
-        {"h2_connections", k.h2_connections},
-        {"max_connections", k.max_connections},
-        {"queue_timeout", k.queue_timeout},
-        {"connect_timeout", k.connect_timeout},
-        {"send_timeout", k.send_timeout},
-        {"response_timeout", k.response_timeout},
-        {"idle_timeout", k.idle_timeout},
-        {"max_idle_per_endpoint", k.max_idle_per_endpoint},
-        {"retry_on_reset", k.retry_on_reset},
-        {"retry_non_idempotent", k.retry_non_idempotent},
-        {"max_response_header_bytes", static_cast<int64_t>(k.max_response_header_bytes)},
-        {"fail_timeout", k.fail_timeout},
-        {"send_proxy_protocol", k.send_proxy_protocol}});
+  for (const auto& k : c.clusters) {
+    toml::table t{{"name", k.name},
+                  {"endpoints", strings(k.endpoints)},
+                  {"protocol", k.protocol},
+                  {"h2_connections", k.h2_connections},
+                  {"max_connections", k.max_connections},
+                  {"queue_timeout", k.queue_timeout},
+                  {"connect_timeout", k.connect_timeout},
+                  {"send_timeout", k.send_timeout},
+                  {"response_timeout", k.response_timeout},
+                  {"idle_timeout", k.idle_timeout},
+                  {"max_idle_per_endpoint", k.max_idle_per_endpoint},
+                  {"retry_on_reset", k.retry_on_reset},
+                  {"retry_non_idempotent", k.retry_non_idempotent},
+                  {"max_response_header_bytes", static_cast<int64_t>(k.max_response_header_bytes)},
+                  {"fail_timeout", k.fail_timeout},
+                  {"send_proxy_protocol", k.send_proxy_protocol}};
+    if (k.tls.enabled) {
+      toml::table tls{{"verify", k.tls.verify}, {"server_name", k.tls.server_name}};
+      if (!k.tls.ca.empty())
+        tls.insert("ca", k.tls.ca);
+      if (!k.tls.certificate.empty()) {
+        tls.insert("certificate", k.tls.certificate);
+        tls.insert("private_key", k.tls.private_key);
+      }
+      t.insert("tls", std::move(tls));
+    }
+    clusters.push_back(std::move(t));
+  }
   root.insert("cluster", std::move(clusters));
 
   toml::array routes;

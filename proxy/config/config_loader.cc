@@ -367,8 +367,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
               {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
                "connect_timeout", "send_timeout", "response_timeout", "idle_timeout",
                "max_idle_per_endpoint", "retry_on_reset", "retry_non_idempotent",
-               "max_response_header_bytes", "fail_timeout", "h2_connections",
-               "send_proxy_protocol"},
+               "max_response_header_bytes", "fail_timeout", "h2_connections", "send_proxy_protocol",
+               "tls"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -391,6 +391,34 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   if (r.get_string(t, "protocol", cl.protocol, cw) && cl.protocol != "http1" &&
       cl.protocol != "h2c")
     r.error(t.get("protocol")->source(), cw + ": protocol must be \"http1\" or \"h2c\"");
+  if (const toml::table* tt = r.get_table(t, "tls", cw)) {
+    const std::string tw = cw + " tls";
+    ClusterTlsConfig& tls = cl.tls;
+    tls.enabled = true;
+    r.only_keys(*tt, {"ca", "server_name", "certificate", "private_key", "verify"}, tw);
+    r.get_bool(*tt, "verify", tls.verify, tw);
+    r.get_string(*tt, "server_name", tls.server_name, tw);
+    if (r.get_string(*tt, "ca", tls.ca, tw)) {
+      tls.ca = r.resolve(tls.ca);
+      r.readable_file(tt->get("ca"), tls.ca, "CA bundle");
+    }
+    bool cert = r.get_string(*tt, "certificate", tls.certificate, tw);
+    bool key = r.get_string(*tt, "private_key", tls.private_key, tw);
+    if (cert) {
+      tls.certificate = r.resolve(tls.certificate);
+      r.readable_file(tt->get("certificate"), tls.certificate, "certificate");
+    }
+    if (key) {
+      tls.private_key = r.resolve(tls.private_key);
+      r.readable_file(tt->get("private_key"), tls.private_key, "private key");
+      check_key_mode(r, tt->get("private_key"), tls.private_key);
+    }
+    if (cert != key)
+      r.error(tt->source(), tw + ": a client certificate needs both certificate and private_key");
+    if (cl.protocol == "h2c")
+      r.error(tt->source(), tw + ": HTTP/2 over TLS to an upstream is not built yet; use "
+                                 "protocol \"http1\" with tls, or h2c without it");
+  }
   if (r.get_string(t, "send_proxy_protocol", cl.send_proxy_protocol, cw) &&
       !cl.send_proxy_protocol.empty()) {
     if (cl.send_proxy_protocol != "v1" && cl.send_proxy_protocol != "v2")

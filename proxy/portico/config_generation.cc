@@ -23,6 +23,16 @@ ConfigGeneration::prepare(std::shared_ptr<const config::Config> cfg, uint64_t id
       return core::unexpected(c.path + ": listener " + l.address.text + ": " + made.error());
     g->tls_.push_back(std::move(*made));
   }
+  for (const auto& k : c.clusters) {
+    if (!k.tls.enabled) {
+      g->cluster_tls_.push_back(nullptr);
+      continue;
+    }
+    auto made = tls::UpstreamTlsContext::create(k.tls, k.protocol == "h2c");
+    if (!made)
+      return core::unexpected(c.path + ": cluster " + k.name + " tls: " + made.error());
+    g->cluster_tls_.push_back(std::move(*made));
+  }
   // Opened once, and shared by the workers (O_APPEND, whole lines).
   for (const auto& l : c.listeners) {
     int fd = -1;

@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "core/expected.h"
 #include "tls/tls_context.h"
+#include "tls/upstream_tls_context.h"
 
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,10 @@ public:
   const std::shared_ptr<const config::Config>& shared_config() const { return cfg_; }
   // Per listener: its TLS context, or null for cleartext.
   tls::TlsContext* tls(size_t listener) const { return tls_[listener].get(); }
+  // Per cluster: its TLS client context, or null.
+  SSL_CTX* cluster_tls(size_t cluster) const {
+    return cluster_tls_[cluster] ? cluster_tls_[cluster]->get() : nullptr;
+  }
   // Per listener: its access log file, or -1.
   const std::vector<int>& access_log_fds() const { return access_log_fds_; }
   // USR1 after logrotate's rename: how many were reopened; the others are logged.
@@ -43,6 +48,7 @@ private:
   std::shared_ptr<const config::Config> cfg_;
   uint64_t id_;
   std::vector<std::unique_ptr<tls::TlsContext>> tls_;
+  std::vector<std::unique_ptr<tls::UpstreamTlsContext>> cluster_tls_;
   std::vector<int> access_log_fds_;
 };
 

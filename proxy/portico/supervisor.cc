@@ -101,6 +101,8 @@ GenerationSpec Supervisor::spec_for(const ConfigGeneration& g, int worker,
       spec.listens.push_back({fd, tls, static_cast<uint16_t>(li)});
   }
   spec.access_log_fds = g.access_log_fds();
+  for (size_t c = 0; c < cfg.clusters.size(); ++c)
+    spec.cluster_tls.push_back(g.cluster_tls(c));
   return spec;
 }
 

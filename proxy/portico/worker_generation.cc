@@ -50,7 +50,8 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
     // it last.
     auto* c =
         new upstream::Cluster(services.loop, services.deferred, services.resolver, cfg.clusters[i],
-                              services.index, services.count, spec_.metrics->cluster(i));
+                              services.index, services.count, spec_.metrics->cluster(i),
+                              i < spec_.cluster_tls.size() ? spec_.cluster_tls[i] : nullptr);
     clusters.emplace_back(c, [keep_cfg = spec_.cfg,
                               keep_metrics = spec_.metrics](upstream::Cluster* p) { delete p; });
   }

@@ -37,7 +37,8 @@ struct GenerationSpec {
   std::shared_ptr<const config::Config> cfg;
   std::shared_ptr<metrics::WorkerMetrics> metrics;
   std::vector<Listen> listens;
-  std::vector<int> access_log_fds; // per listener, -1: none
+  std::vector<int> access_log_fds;   // per listener, -1: none
+  std::vector<SSL_CTX*> cluster_tls; // per cluster, null: cleartext
 };
 
 // What a generation borrows from its worker, which outlives every generation.

@@ -10,6 +10,22 @@ TlsSession::TlsSession(SSL_CTX* ctx, int fd) : ssl_(SSL_new(ctx)) {
   SSL_set_accept_state(ssl_);
 }
 
+TlsSession::TlsSession(SSL* client) : ssl_(client) {}
+
+SSL_SESSION* TlsSession::resumable_session() const {
+  SSL_SESSION* s = SSL_get1_session(ssl_);
+  if (s && !SSL_SESSION_is_resumable(s)) {
+    SSL_SESSION_free(s);
+    return nullptr;
+  }
+  return s;
+}
+
+const char* TlsSession::verify_error() const {
+  long r = SSL_get_verify_result(ssl_);
+  return r == X509_V_OK ? nullptr : X509_verify_cert_error_string(r);
+}
+
 TlsSession::~TlsSession() {
   SSL_free(ssl_);
 }

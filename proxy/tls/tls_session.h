@@ -21,6 +21,8 @@ public:
   };
 
   TlsSession(SSL_CTX* ctx, int fd);
+  // A client session on an SSL set up by the caller (upstream_tls_context.h), owned from here.
+  explicit TlsSession(SSL* client);
   ~TlsSession();
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;
@@ -37,6 +39,10 @@ public:
   bool pending() const { return SSL_pending(ssl_) > 0; }
   void shutdown();
   bool resumed() const { return SSL_session_reused(ssl_) != 0; }
+  // The session to resume on the next connection (a reference the caller frees), or null.
+  SSL_SESSION* resumable_session() const;
+  // Why the peer's certificate was refused ("certificate has expired"), or null.
+  const char* verify_error() const;
   // OpenSSL's reason for the last ERROR ("wrong version number"), or null.
   const char* last_error() const { return last_error_; }
 

@@ -22,13 +22,13 @@ int Cluster::share(int max_connections, int worker_index, int worker_count) {
 
 Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolver& resolver,
                  const config::ClusterConfig& cfg, int worker_index, int worker_count,
-                 metrics::ClusterMetrics& metrics)
+                 metrics::ClusterMetrics& metrics, SSL_CTX* tls)
     : loop_(loop), resolver_(resolver), cfg_(cfg), metrics_(metrics) {
   int limit = share(cfg.max_connections, worker_index, worker_count);
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
     auto spec = parse_endpoint(cfg.endpoints[i]); // validated with the config
     pools_.push_back(std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit, metrics,
-                                                    metrics.endpoints[i]));
+                                                    metrics.endpoints[i], tls));
     if (!pools_.back()->has_address()) {
       auto r = std::make_unique<NameRefresh>();
       r->cluster = this;

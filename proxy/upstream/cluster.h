@@ -16,9 +16,10 @@ class DnsResolver;
 class Cluster {
 public:
   // worker_index of worker_count: how this worker's share of max_connections is computed.
+  // tls: the cluster's TLS client context ([[cluster]] tls), or null.
   Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolver& resolver,
           const config::ClusterConfig& cfg, int worker_index, int worker_count,
-          metrics::ClusterMetrics& metrics);
+          metrics::ClusterMetrics& metrics, SSL_CTX* tls = nullptr);
   metrics::ClusterMetrics& metrics() const { return metrics_; }
   ~Cluster();
   Cluster(const Cluster&) = delete;

@@ -1,8 +1,10 @@
 #include "upstream/http1_upstream_connection.h"
 
+#include "core/error_log.h"
 #include "http/http1_writer.h"
 #include "server/exchange.h"
 #include "server/proxy_protocol.h"
+#include "tls/upstream_tls_context.h"
 #include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
@@ -109,7 +111,21 @@ void Http1UpstreamConnection::flush() {
     return;
   bool was_high = out_.size() >= 64 * 1024;
   if (!out_.empty()) {
-    ssize_t w = out_.write_to(fd_);
+    ssize_t w;
+    if (tls_) {
+      size_t before = out_.size();
+      tls::TlsSession::Io r = tls_->write(out_);
+      w = static_cast<ssize_t>(before - out_.size());
+      if (r == tls::TlsSession::Io::CLOSED || r == tls::TlsSession::Io::ERROR) {
+        w = -1;
+        errno = EPIPE;
+      } else if (w == 0) {
+        w = -1;
+        errno = EAGAIN;
+      }
+    } else {
+      w = out_.write_to(fd_);
+    }
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       // The upstream went away while we were writing; its response, if any, may still be
       // readable, so only fail if nothing comes (the read side reports EOF or a reset).
@@ -131,6 +147,8 @@ void Http1UpstreamConnection::flush() {
     ev_io_start(pool_.loop(), &wev_);
   if (tunnel_write_shut_ && out_.empty()) {
     tunnel_write_shut_ = false;
+    if (tls_)
+      tls_->shutdown();       // close_notify first: our end of the TLS stream
     ::shutdown(fd_, SHUT_WR); // the WebSocket peer reads our EOF; its own may follow
   }
   if (request_complete_ && out_.empty() && !request_sent_) {
@@ -145,7 +163,10 @@ void Http1UpstreamConnection::flush() {
 
 void Http1UpstreamConnection::on_writable() {
   if (state_ == State::CONNECTING) {
-    on_connected();
+    if (tls_)
+      drive_handshake();
+    else
+      on_connected();
     return;
   }
   flush();
@@ -156,6 +177,47 @@ void Http1UpstreamConnection::on_connected() {
     fail(UpstreamError::CONNECT_REFUSED);
     return;
   }
+  if (SSL_CTX* ctx = pool_.tls()) {
+    SSL* ssl = tls::new_client_ssl(ctx, fd_, pool_.tls_server_name(), pool_.cluster().tls.verify,
+                                   pool_.tls_session());
+    if (!ssl) {
+      fail(UpstreamError::LOCAL_RESOURCES);
+      return;
+    }
+    tls_ = std::make_unique<tls::TlsSession>(ssl);
+    drive_handshake();
+    return;
+  }
+  on_established();
+}
+
+void Http1UpstreamConnection::drive_handshake() {
+  switch (tls_->handshake()) {
+  case tls::TlsSession::Io::OK: on_established(); return;
+  case tls::TlsSession::Io::WANT_READ:
+    ev_io_stop(pool_.loop(), &wev_);
+    ev_io_start(pool_.loop(), &rev_);
+    return;
+  case tls::TlsSession::Io::WANT_WRITE: ev_io_start(pool_.loop(), &wev_); return;
+  case tls::TlsSession::Io::CLOSED:
+  case tls::TlsSession::Io::ERROR: break;
+  }
+  const char* why = tls_->verify_error();
+  if (!why)
+    why = tls_->last_error() ? tls_->last_error() : "the upstream closed the connection";
+  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
+                   "TLS handshake with upstream %s (%s) failed: %s", pool_.endpoint().text.c_str(),
+                   pool_.tls_server_name().c_str(), why);
+  pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
+  UpstreamStreamListener* c = client_;
+  client_ = nullptr;
+  pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  close();
+  if (c)
+    c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
+}
+
+void Http1UpstreamConnection::on_established() {
   state_ = State::ACTIVE;
   pool_.note_connected();
   connect_seconds_ = ev_time() - connect_started_;
@@ -182,13 +244,51 @@ void Http1UpstreamConnection::resume_reading() {
     on_readable();
 }
 
+Http1UpstreamConnection::Read Http1UpstreamConnection::read_bytes(char* buf, size_t len,
+                                                                  size_t* n) {
+  if (!tls_)
+    return read_once(buf, len, n);
+  switch (tls_->read(buf, len, n)) {
+  case tls::TlsSession::Io::OK: return Read::DATA;
+  case tls::TlsSession::Io::WANT_READ:
+  case tls::TlsSession::Io::WANT_WRITE: return Read::WOULD_BLOCK;
+  case tls::TlsSession::Io::CLOSED: return Read::END;
+  case tls::TlsSession::Io::ERROR: break;
+  }
+  return Read::FAILED;
+}
+
+void Http1UpstreamConnection::reread_pending_tls() {
+  if (tls_ && tls_->pending() && state_ == State::ACTIVE && !reading_paused_)
+    ev_feed_event(pool_.loop(), &rev_, EV_READ);
+}
+
 bool Http1UpstreamConnection::quiet() const {
+  if (tls_ && tls_->pending())
+    return false;
   char c;
   ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 void Http1UpstreamConnection::on_readable() {
+  if (state_ == State::CONNECTING) {
+    if (tls_)
+      drive_handshake();
+    return;
+  }
+  if (state_ == State::IDLE && tls_) {
+    // A TLS record may carry nothing for us (a session ticket); anything else ends it.
+    char c;
+    size_t n = 0;
+    Read r = read_bytes(&c, 1, &n);
+    if (r == Read::WOULD_BLOCK)
+      return;
+    if (r == Read::END)
+      conns_.note_idle_closed(ev_now(pool_.loop()) - idle_since);
+    close();
+    return;
+  }
   if (state_ == State::IDLE) {
     // An idle connection has nothing to say: EOF or stray bytes both end it.
     char c;
@@ -211,7 +311,7 @@ void Http1UpstreamConnection::on_readable() {
       in_->begin = in_->end = 0;
     if (in_->readable() == 0) {
       size_t n = 0;
-      Read r = read_once(in_->data + in_->end, in_->writable(), &n);
+      Read r = read_bytes(in_->data + in_->end, in_->writable(), &n);
       if (r == Read::WOULD_BLOCK)
         return;
       if (r == Read::FAILED) {
@@ -252,6 +352,7 @@ void Http1UpstreamConnection::on_readable() {
       return;
     }
   }
+  reread_pending_tls();
 }
 
 void Http1UpstreamConnection::read_tunnel() {
@@ -267,7 +368,7 @@ void Http1UpstreamConnection::read_tunnel() {
       in_ = core::BlockPool::local().get();
     in_->begin = in_->end = 0;
     size_t n = 0;
-    Read r = read_once(in_->data, in_->writable(), &n);
+    Read r = read_bytes(in_->data, in_->writable(), &n);
     if (r == Read::WOULD_BLOCK)
       return;
     if (r == Read::FAILED) {
@@ -283,6 +384,7 @@ void Http1UpstreamConnection::read_tunnel() {
     in_->end = static_cast<uint32_t>(n);
     last_read_ = ev_now(pool_.loop());
   }
+  reread_pending_tls();
 }
 
 void Http1UpstreamConnection::on_timer() {
@@ -339,6 +441,13 @@ void Http1UpstreamConnection::on_response_end() {
 }
 
 void Http1UpstreamConnection::finish_exchange() {
+  if (tls_ && !tls_session_kept_) {
+    // After a response the server's session ticket has come: the next connection resumes.
+    if (SSL_SESSION* s = tls_->resumable_session()) {
+      pool_.keep_tls_session(s);
+      tls_session_kept_ = true;
+    }
+  }
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived. A bodiless
@@ -390,6 +499,8 @@ void Http1UpstreamConnection::close() {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
+  if (tls_ && tls_->established())
+    tls_->shutdown(); // close_notify, best effort: the socket closes either way
   close_socket();
   out_.clear();
   conns_.on_closed(this); // disposes of this, its queued flush cancelled

@@ -8,10 +8,12 @@
 #include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
+#include "tls/tls_session.h"
 #include "upstream/upstream_stream.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
+#include <memory>
 
 namespace portico::upstream {
 
@@ -71,6 +73,14 @@ private:
   void on_writable() override;
   void on_timer() override;
   void on_connected();
+  // TLS ([[cluster]] tls): the handshake after connect(2), still within connect_timeout.
+  void drive_handshake();
+  // The exchange-carrying half of on_connected, once the connection (and TLS) is up.
+  void on_established();
+  // read_once(), or through TLS.
+  Read read_bytes(char* buf, size_t len, size_t* n);
+  // OpenSSL holds decrypted bytes the socket will not signal: read again next iteration.
+  void reread_pending_tls();
   void flush();
   void fail(UpstreamError e);
   void finish_exchange();
@@ -96,6 +106,8 @@ private:
   http::Arena arena_;
   http::UpstreamResponseHead head_;
   http::Http1ResponseParser parser_;
+  std::unique_ptr<tls::TlsSession> tls_; // null: cleartext
+  bool tls_session_kept_ = false;        // this connection's session offered to the pool
   UpstreamStreamListener* client_ = nullptr;
   uint32_t requests_ = 0;
   BodyFraming framing_ = BodyFraming::NONE;

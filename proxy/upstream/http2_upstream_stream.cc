@@ -21,6 +21,7 @@ struct Http2Fields {
   std::vector<nghttp2_nv>& nva;
   http::Arena& arena;
   static constexpr bool kJoinCookies = false; // crumbs are fine on HTTP/2
+  static constexpr bool kTeTrailers = true;   // the one TE HTTP/2 has (gRPC needs it)
   void field(std::string_view name, std::string_view value) { nva.push_back(make_nv(name, value)); }
   void field_join(std::string_view name, std::initializer_list<std::string_view> parts) {
     size_t n = 0;

@@ -30,7 +30,8 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
   for (const auto& h : req.headers) {
     // "TE: trailers" says the client takes trailer fields, which a gRPC server requires to
     // hear; it is the one TE that HTTP/2 allows (RFC 9113 8.2.2), and it stays true through
-    // this proxy, which passes trailers on. Any other TE is this hop's.
+    // this proxy, which passes trailers on: said again to an HTTP/2 upstream. Any other TE,
+    // and any TE on HTTP/1.1, is this hop's.
     if (h.name == "te") {
       te_trailers |= http::list_contains(h.value, "trailers");
       continue;
@@ -65,7 +66,7 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
     }
     e.field(h.name, h.value);
   }
-  if (te_trailers)
+  if (Emitter::kTeTrailers && te_trailers)
     e.field("te", "trailers");
   if (opts.add_forwarded) {
     // string_view literals: a ?: of two C strings would be measured with strlen per request.

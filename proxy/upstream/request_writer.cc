@@ -53,6 +53,7 @@ namespace {
 struct Http1Fields {
   core::ByteQueue& out;
   static constexpr bool kJoinCookies = true;
+  static constexpr bool kTeTrailers = false; // TE is hop-by-hop on HTTP/1.1
   void field(std::string_view name, std::string_view value) {
     http::append_field(out, name, value);
   }

@@ -14,9 +14,14 @@ namespace log = core::log;
 
 UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
                            const config::ClusterConfig& cluster, int max_connections,
-                           metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges)
-    : loop_(loop), deferred_(deferred), spec_(std::move(spec)), cluster_(cluster),
+                           metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges,
+                           SSL_CTX* tls)
+    : loop_(loop), deferred_(deferred), spec_(std::move(spec)), tls_(tls), cluster_(cluster),
       max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics), gauges_(gauges) {
+  if (tls_) {
+    SSL_CTX_up_ref(tls_);
+    tls_server_name_ = cluster.tls.server_name.empty() ? spec_.host : cluster.tls.server_name;
+  }
   if (cluster.protocol == "h2c")
     conns_ = std::make_unique<Http2ConnectionPool>(*this);
   else
@@ -33,6 +38,16 @@ UpstreamPool::~UpstreamPool() {
   // The closed connections are disposed of: destroyed now, while what they point to lives.
   deferred_.run();
   conns_.reset();
+  if (tls_session_)
+    SSL_SESSION_free(tls_session_);
+  if (tls_)
+    SSL_CTX_free(tls_);
+}
+
+void UpstreamPool::keep_tls_session(SSL_SESSION* s) {
+  if (tls_session_)
+    SSL_SESSION_free(tls_session_);
+  tls_session_ = s;
 }
 
 void UpstreamPool::acquire(UpstreamStreamListener* listener, bool fresh) {

@@ -16,14 +16,18 @@
 #include <cstdint>
 #include <ev.h>
 #include <memory>
+#include <openssl/ssl.h>
+#include <string>
 
 namespace portico::upstream {
 
 class UpstreamPool {
 public:
+  // tls: the cluster's client context (referenced while the pool lives), or null.
   UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
                const config::ClusterConfig& cluster, int max_connections,
-               metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges);
+               metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges,
+               SSL_CTX* tls = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -45,6 +49,12 @@ public:
   uint64_t connects() const { return connects_; }
 
   const EndpointSpec& endpoint() const { return spec_; }
+  // TLS to this endpoint: the context (null: cleartext), the name sent and verified, and the
+  // last session a connection here left, which the next one resumes.
+  SSL_CTX* tls() const { return tls_; }
+  const std::string& tls_server_name() const { return tls_server_name_; }
+  SSL_SESSION* tls_session() const { return tls_session_; }
+  void keep_tls_session(SSL_SESSION* s); // takes the reference
   // The endpoint's address, once known (a name waits for the resolver; requests queue).
   void set_address(const SocketAddress& a);
   bool has_address() const { return has_address_; }
@@ -97,6 +107,9 @@ private:
   struct ev_loop* loop_;
   core::DeferredQueue& deferred_;
   EndpointSpec spec_;
+  SSL_CTX* tls_ = nullptr;
+  std::string tls_server_name_;
+  SSL_SESSION* tls_session_ = nullptr;
   const config::ClusterConfig& cluster_;
   SocketAddress address_;
   bool has_address_ = false;

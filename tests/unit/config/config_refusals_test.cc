@@ -188,5 +188,31 @@ TEST(ConfigRefusals, ProxyProtocolKeys) {
             "t.toml:6:23: cluster 'h1': send_proxy_protocol must be \"v1\", \"v2\" or \"\" (none)");
 }
 
+TEST(ConfigRefusals, ClusterTls) {
+  std::vector<std::string> errors;
+  auto ok =
+      parse_config(std::string(kTwoClusters) +
+                       "[[route]]\ncluster = \"h1\"\n[[cluster]]\nname = \"t\"\nendpoints = "
+                       "[\"127.0.0.1:443\"]\ntls = { server_name = \"a.test\", verify = false }\n",
+                   "t.toml", &errors);
+  ASSERT_TRUE(ok) << errors[0];
+  EXPECT_TRUE(ok->clusters[2].tls.enabled);
+  EXPECT_EQ(ok->clusters[2].tls.server_name, "a.test");
+  EXPECT_FALSE(ok->clusters[2].tls.verify);
+  std::string base = std::string(kTwoClusters) + "[[route]]\ncluster = \"h1\"\n";
+  EXPECT_NE(refused(base + "[[cluster]]\nname = \"t\"\nendpoints = [\"127.0.0.1:443\"]\nprotocol "
+                           "= \"h2c\"\ntls = {}\n")
+                .find("HTTP/2 over TLS to an upstream is not built yet"),
+            std::string::npos);
+  EXPECT_NE(refused(base + "[[cluster]]\nname = \"t\"\nendpoints = [\"127.0.0.1:443\"]\ntls = { "
+                           "certificate = \"/etc/hostname\" }\n")
+                .find("needs both certificate and private_key"),
+            std::string::npos);
+  EXPECT_NE(refused(base + "[[cluster]]\nname = \"t\"\nendpoints = [\"127.0.0.1:443\"]\ntls = { "
+                           "ca = \"/nonexistent/ca.pem\" }\n")
+                .find(":14: CA bundle '/nonexistent/ca.pem' cannot be read"),
+            std::string::npos);
+}
+
 } // namespace
 } // namespace portico::config
