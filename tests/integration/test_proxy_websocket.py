@@ -165,8 +165,16 @@ def ws_frame(opcode, payload):
 class H2Client:
     """Just enough HTTP/2 for one extended CONNECT stream, frame by frame."""
 
-    def __init__(self, port):
+    def __init__(self, port, tls=False):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if tls:  # h2 by ALPN; the test's certificate is not checked
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            ctx.set_alpn_protocols(["h2"])
+            self.sock = ctx.wrap_socket(self.sock, server_hostname="localhost")
+            assert self.sock.selected_alpn_protocol() == "h2"
         self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
         self.buf, self.data, self.ended = b"", b"", False
         self.settings = {}
