@@ -132,6 +132,9 @@ struct ServerConfig {
   double max_buffer_memory = 1 << 30;
   double max_buffered_response_bytes = 4 << 20; // per connection or stream, then it is aborted
   std::string pid_file; // written at start, removed at exit; what `portico -s` signals; "" = none
+  // DNS servers for endpoint names ("IP" or "IP:PORT", nginx's resolver); empty: those of
+  // /etc/resolv.conf.
+  std::vector<std::string> resolvers;
 };
 
 // The error log; access logs are per listener.

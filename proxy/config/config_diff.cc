@@ -52,6 +52,7 @@ std::vector<std::string> restart_only_changes(const Config& old, const Config& n
   std::vector<std::string> out;
   note(out, "[server] workers", old.server.workers, next.server.workers);
   note(out, "[server] pid_file", old.server.pid_file, next.server.pid_file);
+  note(out, "[server] resolvers", old.server.resolvers, next.server.resolvers);
   note(out, "[admin] enabled", old.admin.enabled, next.admin.enabled);
   note(out, "[admin] address", socket_key(old.admin.address), socket_key(next.admin.address));
   note(out, "[metrics] enabled", old.metrics.enabled, next.metrics.enabled);

@@ -57,7 +57,8 @@ std::string dump_config(const Config& c) {
                              {"max_connections", s.max_connections},
                              {"max_buffer_memory", s.max_buffer_memory},
                              {"max_buffered_response_bytes", s.max_buffered_response_bytes},
-                             {"pid_file", s.pid_file}}},
+                             {"pid_file", s.pid_file},
+                             {"resolvers", strings(s.resolvers)}}},
       {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
 
   toml::table metrics{{"enabled", c.metrics.enabled}};

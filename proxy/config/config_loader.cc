@@ -1,5 +1,7 @@
 #include "config/config_loader.h"
 
+#include "upstream/upstream_endpoint.h"
+
 #include "core/histogram_bounds.h"
 
 #include <cctype>
@@ -177,7 +179,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
                "h2_max_concurrent_streams", "send_timeout", "max_connections", "max_buffer_memory",
-               "max_buffered_response_bytes", "pid_file"},
+               "max_buffered_response_bytes", "pid_file", "resolvers"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
@@ -205,6 +207,20 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
             w + ": trusted_proxies entry '" + trusted[i] + "' is not an address or ADDRESS/BITS");
   }
   r.get_string(t, "pid_file", s.pid_file, w);
+  s.resolvers = r.get_strings(t, "resolvers", w);
+  for (size_t i = 0; i < s.resolvers.size(); ++i) {
+    // What c-ares takes: "IP", "IP:PORT", "[v6]" or "[v6]:PORT".
+    const std::string& one = s.resolvers[i];
+    bool bare = one.find(':') == std::string::npos || (one[0] == '[' && one.back() == ']');
+    auto spec = upstream::parse_endpoint(bare ? one + ":53" : one);
+    if (!spec || !spec->numeric) {
+      const toml::node* n = t.get("resolvers");
+      if (const toml::array* a = n->as_array(); a && i < a->size())
+        n = a->get(i);
+      r.error(n->source(),
+              w + ": resolver '" + one + "' is not IP, IP:PORT, [IPv6] or [IPv6]:PORT");
+    }
+  }
   if (r.get_string(t, "request_id_header", s.request_id_header, w)) {
     // Sent as an HTTP/2 field name too, where upper case is a protocol error.
     bool ok = true;

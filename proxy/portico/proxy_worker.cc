@@ -31,10 +31,9 @@ ProxyWorker::ProxyWorker(int index, int count, GenerationSpec first, struct ev_l
                          ev_async* done)
     : loop_(ev_loop_new(EVFLAG_AUTO)), metrics_(first.metrics),
       deferred_(std::make_unique<core::DeferredQueue>(loop_)),
-      resolver_(std::make_unique<upstream::DnsResolver>(loop_)), services_{loop_, *deferred_,
-                                                                           *resolver_, index,
-                                                                           count},
-      main_loop_(main_loop), done_(done), name_("worker " + std::to_string(index)) {
+      resolver_(std::make_unique<upstream::DnsResolver>(loop_, first.cfg->server.resolvers)),
+      services_{loop_, *deferred_, *resolver_, index, count}, main_loop_(main_loop), done_(done),
+      name_("worker " + std::to_string(index)) {
   live_.push_back(std::make_unique<WorkerGeneration>(services_, std::move(first), nullptr));
   WorkerGeneration& g = *live_.back();
   // The worker's one deferral queue serves its client and upstream connections alike.

@@ -217,6 +217,7 @@ core::expected<void, std::string> Supervisor::start_generation() {
                what.c_str());
   next->server.workers = old.server.workers;
   next->server.pid_file = old.server.pid_file;
+  next->server.resolvers = old.server.resolvers;
   if (next->server.max_connections == 0)
     next->server.max_connections = derived_max_connections_; // from the open-file limit
   next->admin = old.admin;

@@ -1,8 +1,11 @@
 #pragma once
-// One worker thread's view of a configured cluster: a pool per endpoint, and the choice of
-// endpoint for each request (least outstanding requests, round robin among equals). Endpoints
-// given by name are resolved with the worker's DnsResolver and re-resolved when the answer's
-// TTL runs out; requests wait in the pool's queue until a first answer arrives.
+// One worker thread's view of a configured cluster: a pool per endpoint address, and the
+// choice of one for each request (least outstanding requests, round robin among equals).
+// Endpoints given by name are resolved with the worker's DnsResolver and re-resolved when the
+// answer's TTL runs out; a name is as many pools as it has addresses (a Kubernetes headless
+// Service: one per pod), added and removed as the answers change. A removed address gets no
+// new request; its pool goes once the requests on it have finished. Requests wait in the
+// name's first pool until a first answer arrives.
 #include "config/config.h"
 #include "upstream/upstream_pool.h"
 
@@ -27,6 +30,7 @@ public:
 
   UpstreamPool& pick();
   const config::ClusterConfig& config() const { return cfg_; }
+  // The pools requests may go to; those of removed addresses are not among them.
   const std::vector<std::unique_ptr<UpstreamPool>>& pools() const { return pools_; }
 
   // This worker's share of a whole-proxy connection limit: the shares add up to the limit,
@@ -40,14 +44,23 @@ private:
     ev_timer timer;
   };
   static void refresh_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void sweep_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void resolve(size_t index);
   void on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl);
+  // The pools of removed addresses that nothing uses any more are destroyed.
+  void sweep();
 
   struct ev_loop* loop_;
   DnsResolver& resolver_;
   const config::ClusterConfig& cfg_;
   metrics::ClusterMetrics& metrics_;
+  core::DeferredQueue& deferred_;
+  SSL_CTX* tls_;
+  int limit_; // per address, this worker's share of max_connections
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
+  std::vector<size_t> endpoint_of_; // per pool: its index in cfg_.endpoints
+  std::vector<std::unique_ptr<UpstreamPool>> retiring_;
+  ev_timer sweep_; // while retiring_ is not empty
   std::vector<std::unique_ptr<NameRefresh>> refresh_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks
   size_t next_ = 0;

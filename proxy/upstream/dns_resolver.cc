@@ -13,13 +13,20 @@ struct Pending {
 };
 } // namespace
 
-DnsResolver::DnsResolver(struct ev_loop* loop) : loop_(loop) {
+DnsResolver::DnsResolver(struct ev_loop* loop, const std::vector<std::string>& servers)
+    : loop_(loop) {
   static std::once_flag init;
   std::call_once(init, [] { ares_library_init(ARES_LIB_INIT_ALL); });
   ares_options opts{};
   opts.sock_state_cb = sock_state_cb;
   opts.sock_state_cb_data = this;
   ok_ = ares_init_options(&channel_, &opts, ARES_OPT_SOCK_STATE_CB) == ARES_SUCCESS;
+  if (ok_ && !servers.empty()) {
+    std::string csv;
+    for (const auto& s : servers)
+      csv += (csv.empty() ? "" : ",") + s;
+    ok_ = ares_set_servers_ports_csv(channel_, csv.c_str()) == ARES_SUCCESS;
+  }
   ev_init(&timer_, timer_cb);
   timer_.data = this;
 }

@@ -6,6 +6,7 @@
 #include <ares.h>
 #include <ev.h>
 #include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -16,7 +17,8 @@ public:
   // addresses empty on failure; ttl in seconds (0 when unknown).
   using Callback = std::function<void(std::vector<SocketAddress> addresses, int ttl)>;
 
-  explicit DnsResolver(struct ev_loop* loop);
+  // servers: "IP", "IP:PORT" or "[v6]:PORT" each; empty: /etc/resolv.conf's.
+  explicit DnsResolver(struct ev_loop* loop, const std::vector<std::string>& servers = {});
   ~DnsResolver();
   DnsResolver(const DnsResolver&) = delete;
   DnsResolver& operator=(const DnsResolver&) = delete;

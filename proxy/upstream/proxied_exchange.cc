@@ -54,12 +54,15 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
   }
   ex.set_listener(p);
   p->pool_ = &cluster.pick();
+  p->pool_->hold();
   p->phase_at_ = p->started_at_;
   p->pool_->acquire(p, false);
 }
 
 ProxiedExchange::~ProxiedExchange() {
   ev_timer_stop(ex_loop_, &deadline_);
+  if (pool_)
+    pool_->release();
   if (in_flight_)
     --*in_flight_;
 }
@@ -340,6 +343,8 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
   set_state(State::WAITING);
   pool_->metrics().errors[metrics::kErrorRetried].inc();
   pool_->metrics().retries[static_cast<size_t>(*why)].inc();
+  next->hold();
+  pool_->release();
   pool_ = next;
   phase_at_ = ev_time();
   pool_->acquire(this, true);

@@ -37,6 +37,10 @@ UpstreamPool::~UpstreamPool() {
   conns_->close_all();
   // The closed connections are disposed of: destroyed now, while what they point to lives.
   deferred_.run();
+  // Its share of the endpoint's gauges goes with it.
+  gauges_.idle.add(-published_idle_);
+  gauges_.busy.add(-published_busy_);
+  gauges_.waiting.add(-published_waiting_);
   conns_.reset();
   if (tls_session_)
     SSL_SESSION_free(tls_session_);
@@ -194,10 +198,15 @@ void UpstreamPool::note_connected() {
 }
 
 void UpstreamPool::publish() {
-  size_t idle = conns_->idle();
-  gauges_.idle.set(static_cast<int64_t>(idle));
-  gauges_.busy.set(static_cast<int64_t>(conns_->connections() - idle));
-  gauges_.waiting.set(static_cast<int64_t>(waiting_));
+  auto idle = static_cast<int64_t>(conns_->idle());
+  auto busy = static_cast<int64_t>(conns_->connections()) - idle;
+  auto waiting = static_cast<int64_t>(waiting_);
+  gauges_.idle.add(idle - published_idle_);
+  gauges_.busy.add(busy - published_busy_);
+  gauges_.waiting.add(waiting - published_waiting_);
+  published_idle_ = idle;
+  published_busy_ = busy;
+  published_waiting_ = waiting;
 }
 
 void UpstreamPool::arm_queue_timer() {

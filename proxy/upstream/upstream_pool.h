@@ -58,6 +58,13 @@ public:
   // The endpoint's address, once known (a name waits for the resolver; requests queue).
   void set_address(const SocketAddress& a);
   bool has_address() const { return has_address_; }
+  const SocketAddress& address() const { return address_; }
+  // Exchanges that point at this pool (for the access log, the deferral queue), whatever they
+  // are doing: a pool whose address a name no longer resolves to is destroyed only once none
+  // is left, and nothing is queued or connected (unused()).
+  void hold() { ++users_; }
+  void release() { --users_; }
+  bool unused() const { return users_ == 0 && waiting_ == 0 && conns_->in_flight() == 0; }
   // The name did not resolve and no earlier address is known: fail the waiting requests.
   void address_failed();
 
@@ -117,6 +124,9 @@ private:
   metrics::ClusterMetrics& metrics_;
   metrics::EndpointGauges& gauges_;
   uint64_t connects_ = 0;
+  uint32_t users_ = 0;
+  // What this pool has added to the shared gauges (publish() adds the difference).
+  int64_t published_idle_ = 0, published_busy_ = 0, published_waiting_ = 0;
   int64_t connect_failures_ = 0;
   double down_until_ = 0;
 
