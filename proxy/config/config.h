@@ -73,10 +73,28 @@ struct ClusterTlsConfig {
   bool operator==(const ClusterTlsConfig&) const = default;
 };
 
+// Active health checks of a cluster's endpoint addresses, over the cluster's own protocol.
+struct HealthCheckConfig {
+  bool enabled = false;
+  std::string path = "/healthz";
+  std::string host; // the Host / :authority sent; "" = the endpoint's
+  double interval = 5;
+  double timeout = 2;
+  int healthy = 2;   // successes in a row that make an unhealthy address healthy again
+  int unhealthy = 3; // failures in a row that make a healthy address unhealthy
+  int expect_min = 200, expect_max = 299; // "2xx", "200", "200-399"
+  bool operator==(const HealthCheckConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
-  std::string protocol = "http1";     // upstream protocol: http1 | h2c
+  std::vector<int> weights;           // per endpoint (every address of a name), 1 by default
+  // How a request's endpoint address is chosen: "least_request" (fewest outstanding per unit
+  // of weight, round robin among equals), "round_robin" (smooth weighted, nginx's), or
+  // "random_two" (the less loaded of two picked at random by weight: Envoy's default).
+  std::string lb = "least_request";
+  std::string protocol = "http1"; // upstream protocol: http1 | h2c
   int h2_connections = 1;   // h2c: connections per endpoint per worker that requests spread over
   int max_connections = 0;  // per endpoint, whole proxy; 0 = unlimited
   double queue_timeout = 5; // seconds a request may wait for a connection
@@ -95,6 +113,7 @@ struct ClusterConfig {
   // TLS to the endpoints, ALPN "http/1.1" (protocol http1) or "h2" (protocol h2c: HTTP/2,
   // over TLS here); the handshake counts in connect_timeout.
   ClusterTlsConfig tls;
+  HealthCheckConfig health_check;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

@@ -7,6 +7,19 @@ namespace portico::config {
 
 namespace {
 
+// Endpoints as written: a string, or { address, weight } where the weight is not 1.
+toml::array endpoints(const ClusterConfig& k) {
+  toml::array out;
+  for (size_t i = 0; i < k.endpoints.size(); ++i) {
+    int w = i < k.weights.size() ? k.weights[i] : 1;
+    if (w == 1)
+      out.push_back(k.endpoints[i]);
+    else
+      out.push_back(toml::table{{"address", k.endpoints[i]}, {"weight", w}});
+  }
+  return out;
+}
+
 toml::array strings(const std::vector<std::string>& v) {
   toml::array a;
   for (const auto& s : v)
@@ -92,7 +105,8 @@ std::string dump_config(const Config& c) {
   toml::array clusters;
   for (const auto& k : c.clusters) {
     toml::table t{{"name", k.name},
-                  {"endpoints", strings(k.endpoints)},
+                  {"endpoints", endpoints(k)},
+                  {"lb", k.lb},
                   {"protocol", k.protocol},
                   {"h2_connections", k.h2_connections},
                   {"max_connections", k.max_connections},
@@ -116,6 +130,17 @@ std::string dump_config(const Config& c) {
         tls.insert("private_key", k.tls.private_key);
       }
       t.insert("tls", std::move(tls));
+    }
+    if (k.health_check.enabled) {
+      const auto& h = k.health_check;
+      t.insert("health_check", toml::table{{"path", h.path},
+                                           {"host", h.host},
+                                           {"interval", h.interval},
+                                           {"timeout", h.timeout},
+                                           {"healthy", h.healthy},
+                                           {"unhealthy", h.unhealthy},
+                                           {"expect", std::to_string(h.expect_min) + "-" +
+                                                          std::to_string(h.expect_max)}});
     }
     clusters.push_back(std::move(t));
   }

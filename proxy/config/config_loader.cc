@@ -377,6 +377,24 @@ std::string endpoint_error(const std::string& e) {
   return "";
 }
 
+// "2xx", "200", "200-399" into [min, max].
+bool parse_status_range(const std::string& s, int* min, int* max) {
+  auto number = [](std::string_view v, int* out) {
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+    return ec == std::errc() && p == v.data() + v.size() && *out >= 100 && *out <= 599;
+  };
+  if (s.size() == 3 && s[1] == 'x' && s[2] == 'x' && s[0] >= '1' && s[0] <= '5') {
+    *min = (s[0] - '0') * 100;
+    *max = *min + 99;
+    return true;
+  }
+  auto dash = s.find('-');
+  if (dash == std::string::npos)
+    return number(s, min) && number(s, max);
+  return number(std::string_view(s).substr(0, dash), min) &&
+         number(std::string_view(s).substr(dash + 1), max) && *min <= *max;
+}
+
 void read_cluster(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[cluster]]";
   r.only_keys(t,
@@ -384,7 +402,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
                "connect_timeout", "send_timeout", "response_timeout", "idle_timeout",
                "max_idle_per_endpoint", "retry_on_reset", "retry_non_idempotent",
                "max_response_header_bytes", "fail_timeout", "h2_connections", "send_proxy_protocol",
-               "tls"},
+               "tls", "lb", "health_check"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -392,7 +410,51 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     if (!cl.name.empty() && other.name == cl.name)
       r.error(t.get("name")->source(), "cluster '" + cl.name + "' is defined twice");
   const std::string cw = "cluster '" + cl.name + "'";
-  cl.endpoints = r.get_strings(t, "endpoints", cw);
+  // Each endpoint a string, or { address = "...", weight = N }.
+  if (const toml::array* a = t.get("endpoints") ? t.get("endpoints")->as_array() : nullptr) {
+    for (const auto& e : *a) {
+      if (auto s = e.value<std::string>()) {
+        cl.endpoints.push_back(*s);
+        cl.weights.push_back(1);
+      } else if (const toml::table* et = e.as_table()) {
+        const std::string ew = cw + " endpoint";
+        r.only_keys(*et, {"address", "weight"}, ew);
+        std::string address;
+        r.get_string(*et, "address", address, ew, true);
+        int weight = 1;
+        r.get_number(*et, "weight", weight, ew, 1, 1000);
+        cl.endpoints.push_back(address);
+        cl.weights.push_back(weight);
+      } else {
+        r.error(e.source(), cw + ": an endpoint is a string or { address, weight }");
+      }
+    }
+  } else {
+    cl.endpoints = r.get_strings(t, "endpoints", cw);
+    cl.weights.assign(cl.endpoints.size(), 1);
+  }
+  if (const toml::table* ht = r.get_table(t, "health_check", cw)) {
+    const std::string hw = cw + " health_check";
+    HealthCheckConfig& hc = cl.health_check;
+    hc.enabled = true;
+    r.only_keys(*ht, {"path", "host", "interval", "timeout", "healthy", "unhealthy", "expect"}, hw);
+    if (r.get_string(*ht, "path", hc.path, hw) && (hc.path.empty() || hc.path[0] != '/'))
+      r.error(ht->get("path")->source(), hw + ": path must start with '/'");
+    r.get_string(*ht, "host", hc.host, hw);
+    r.get_number(*ht, "interval", hc.interval, hw, 0.01, 86400);
+    r.get_number(*ht, "timeout", hc.timeout, hw, 0.001, 3600);
+    r.get_number(*ht, "healthy", hc.healthy, hw, 1, 100);
+    r.get_number(*ht, "unhealthy", hc.unhealthy, hw, 1, 100);
+    std::string expect;
+    if (r.get_string(*ht, "expect", expect, hw) &&
+        !parse_status_range(expect, &hc.expect_min, &hc.expect_max))
+      r.error(ht->get("expect")->source(),
+              hw + ": expect is a status (\"200\"), a class (\"2xx\") or a range (\"200-399\")");
+  }
+  if (r.get_string(t, "lb", cl.lb, cw) && cl.lb != "least_request" && cl.lb != "round_robin" &&
+      cl.lb != "random_two")
+    r.error(t.get("lb")->source(),
+            cw + ": lb is \"least_request\", \"round_robin\" or \"random_two\"");
   if (cl.endpoints.empty())
     r.error(t.source(), cw + ": 'endpoints' needs at least one endpoint");
   for (size_t i = 0; i < cl.endpoints.size(); ++i) {

@@ -242,9 +242,19 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
                    "1 while every worker's last connect to the endpoint succeeded; 0 once one "
                    "failed (the endpoint is passed over for fail_timeout).",
                    MetricType::Gauge);
+  auto failing = family("portico_upstream_endpoint_unhealthy",
+                        "Addresses of the endpoint failing their active health check, summed "
+                        "over the workers (clusters with health_check).",
+                        MetricType::Gauge);
   for (size_t c = 0; c < clusters; ++c)
     for (size_t e = 0; e < cfg.clusters[c].endpoints.size(); ++e) {
       EndpointTotals t = endpoint_totals(shards, c, e);
+      if (cfg.clusters[c].health_check.enabled) {
+        ClientMetric h;
+        h.label = {{"cluster", cfg.clusters[c].name}, {"endpoint", cfg.clusters[c].endpoints[e]}};
+        h.gauge.value = static_cast<double>(t.unhealthy);
+        failing.metric.push_back(std::move(h));
+      }
       int64_t idle = t.idle, busy = t.busy, waiting = t.waiting;
       const std::string& cl = cfg.clusters[c].name;
       const std::string& ep = cfg.clusters[c].endpoints[e];
@@ -266,6 +276,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   out.push_back(std::move(conns_up));
   out.push_back(std::move(queue));
   out.push_back(std::move(up));
+  out.push_back(std::move(failing));
 
   auto conns = family("portico_client_connections",
                       "Client connections open, by protocol and TLS, once the protocol is known.",

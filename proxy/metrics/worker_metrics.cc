@@ -41,6 +41,7 @@ EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, siz
     t.idle += g.idle.get();
     t.busy += g.busy.get();
     t.waiting += g.waiting.get();
+    t.unhealthy += g.unhealthy.get();
     t.connect_failures = std::max(t.connect_failures, g.connect_failures.get());
   }
   return t;

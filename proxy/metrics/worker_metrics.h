@@ -38,6 +38,7 @@ struct EndpointGauges {
   Gauge idle, busy, waiting;
   Gauge connect_failures; // in a row; 0 once a connect succeeds
   Gauge down_until;       // ev_now() until which the endpoint is passed over, 0 = never was
+  Gauge unhealthy;        // addresses failing their active health check (health_check)
 };
 
 // The client's protocol, as the requests counter labels it.
@@ -86,6 +87,7 @@ class WorkerMetrics;
 // call the endpoint down (connect_failures is the largest run of them).
 struct EndpointTotals {
   int64_t idle = 0, busy = 0, waiting = 0, connect_failures = 0;
+  int64_t unhealthy = 0; // addresses failing health checks, over the workers
   bool up() const { return connect_failures == 0; }
 };
 EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, size_t cluster,

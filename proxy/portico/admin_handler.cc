@@ -59,6 +59,8 @@ std::string AdminHandler::status_json(double now) const {
       out += e ? ",{\"address\":" : "{\"address\":";
       append_json_string(out, c.endpoints[e]);
       out += t.up() ? ",\"health\":\"up\"" : ",\"health\":\"down\"";
+      if (c.health_check.enabled)
+        out += t.unhealthy ? ",\"health_check\":\"failing\"" : ",\"health_check\":\"passing\"";
       out += ",\"connect_failures\":" + std::to_string(t.connect_failures);
       out += ",\"idle\":" + std::to_string(t.idle);
       out += ",\"busy\":" + std::to_string(t.busy);

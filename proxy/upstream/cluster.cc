@@ -30,14 +30,15 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
                  const config::ClusterConfig& cfg, int worker_index, int worker_count,
                  metrics::ClusterMetrics& metrics, SSL_CTX* tls)
     : loop_(loop), resolver_(resolver), cfg_(cfg), metrics_(metrics), deferred_(deferred),
-      tls_(tls), limit_(share(cfg.max_connections, worker_index, worker_count)) {
+      tls_(tls), limit_(share(cfg.max_connections, worker_index, worker_count)),
+      lb_(cfg.lb == "round_robin"  ? Lb::ROUND_ROBIN
+          : cfg.lb == "random_two" ? Lb::RANDOM_TWO
+                                   : Lb::LEAST_REQUEST),
+      rng_(0x9e3779b97f4a7c15ull * static_cast<uint64_t>(worker_index + 1)) {
   ev_init(&sweep_, sweep_cb);
   sweep_.data = this;
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
-    auto spec = parse_endpoint(cfg.endpoints[i]); // validated with the config
-    pools_.push_back(std::make_unique<UpstreamPool>(loop, deferred, *spec, cfg, limit_, metrics,
-                                                    metrics.endpoints[i], tls));
-    endpoint_of_.push_back(i);
+    add_pool(*parse_endpoint(cfg.endpoints[i]), i); // validated with the config
     if (!pools_.back()->has_address()) {
       auto r = std::make_unique<NameRefresh>();
       r->cluster = this;
@@ -55,6 +56,14 @@ Cluster::~Cluster() {
   for (auto& r : refresh_)
     ev_timer_stop(loop_, &r->timer);
   ev_timer_stop(loop_, &sweep_);
+}
+
+UpstreamPool& Cluster::add_pool(const EndpointSpec& spec, size_t endpoint) {
+  pools_.push_back(std::make_unique<UpstreamPool>(loop_, deferred_, spec, cfg_, limit_, metrics_,
+                                                  metrics_.endpoints[endpoint], tls_));
+  endpoint_of_.push_back(endpoint);
+  pools_.back()->weight = endpoint < cfg_.weights.size() ? cfg_.weights[endpoint] : 1;
+  return *pools_.back();
 }
 
 void Cluster::resolve(size_t index) {
@@ -157,21 +166,91 @@ UpstreamPool& Cluster::pick() {
   size_t n = pools_.size();
   if (n == 1)
     return *pools_[0];
-  // Least outstanding among the endpoints not held down after a failed connect; if every
-  // one is, among all (a request is better tried than refused). Starting after the last
-  // choice makes equal loads rotate.
+  // Among the addresses neither held down after a failed connect nor failing their health
+  // check; if every one is, among all (Envoy's panic mode: a request is better tried than
+  // refused).
   double now = ev_now(loop_);
-  size_t best = n;
-  for (int pass = 0; pass < 2 && best == n; ++pass)
-    for (size_t k = 0; k < n; ++k) {
-      size_t i = (next_ + k) % n;
-      if (pass == 0 && !pools_[i]->available(now))
-        continue;
-      if (best == n || pools_[i]->load() < pools_[best]->load())
-        best = i;
-    }
+  for (bool healthy_only : {true, false}) {
+    UpstreamPool* p = lb_ == Lb::ROUND_ROBIN  ? pick_round_robin(now, healthy_only)
+                      : lb_ == Lb::RANDOM_TWO ? pick_random_two(now, healthy_only)
+                                              : pick_least_request(now, healthy_only);
+    if (p)
+      return *p;
+  }
+  return *pools_[0];
+}
+
+UpstreamPool* Cluster::pick_least_request(double now, bool healthy_only) {
+  // Fewest outstanding per unit of weight (compared crosswise, no division); starting after
+  // the last choice makes equal loads rotate.
+  size_t n = pools_.size(), best = n;
+  for (size_t k = 0; k < n; ++k) {
+    size_t i = (next_ + k) % n;
+    const UpstreamPool& p = *pools_[i];
+    if (healthy_only && !(p.available(now) && p.healthy()))
+      continue;
+    if (best == n || p.load() * static_cast<size_t>(pools_[best]->weight) <
+                         pools_[best]->load() * static_cast<size_t>(p.weight))
+      best = i;
+  }
+  if (best == n)
+    return nullptr;
   next_ = best + 1;
-  return *pools_[best];
+  return pools_[best].get();
+}
+
+UpstreamPool* Cluster::pick_round_robin(double now, bool healthy_only) {
+  // Smooth weighted round robin (nginx's): every candidate gains its weight, the highest
+  // score wins and pays the total back; 3:1:1 goes a a b a c, never a a a b c.
+  UpstreamPool* best = nullptr;
+  int64_t total = 0;
+  for (auto& p : pools_) {
+    if (healthy_only && !(p->available(now) && p->healthy()))
+      continue;
+    p->wrr_score += p->weight;
+    total += p->weight;
+    if (!best || p->wrr_score > best->wrr_score)
+      best = p.get();
+  }
+  if (best)
+    best->wrr_score -= total;
+  return best;
+}
+
+UpstreamPool* Cluster::random_by_weight(double now, bool healthy_only, const UpstreamPool* other) {
+  int64_t total = 0;
+  auto usable = [&](const UpstreamPool& p) {
+    return !healthy_only || (p.available(now) && p.healthy());
+  };
+  for (auto& p : pools_)
+    if (p.get() != other && usable(*p))
+      total += p->weight;
+  if (total == 0)
+    return nullptr;
+  rng_ ^= rng_ << 13; // xorshift64: enough for spreading requests
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  int64_t at = static_cast<int64_t>(rng_ % static_cast<uint64_t>(total));
+  for (auto& p : pools_) {
+    if (p.get() == other || !usable(*p))
+      continue;
+    if ((at -= p->weight) < 0)
+      return p.get();
+  }
+  return nullptr;
+}
+
+UpstreamPool* Cluster::pick_random_two(double now, bool healthy_only) {
+  // Power of two choices: two addresses drawn by weight, the less loaded per weight wins.
+  UpstreamPool* a = random_by_weight(now, healthy_only, nullptr);
+  if (!a)
+    return nullptr;
+  UpstreamPool* b = random_by_weight(now, healthy_only, a);
+  if (!b)
+    return a;
+  return b->load() * static_cast<size_t>(a->weight) < a->load() * static_cast<size_t>(b->weight)
+             ? b
+             : a;
 }
 
 } // namespace portico::upstream

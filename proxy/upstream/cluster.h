@@ -49,6 +49,12 @@ private:
   void on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl);
   // The pools of removed addresses that nothing uses any more are destroyed.
   void sweep();
+  enum class Lb : uint8_t { LEAST_REQUEST, ROUND_ROBIN, RANDOM_TWO };
+  UpstreamPool* pick_least_request(double now, bool healthy_only);
+  UpstreamPool* pick_round_robin(double now, bool healthy_only);
+  UpstreamPool* pick_random_two(double now, bool healthy_only);
+  UpstreamPool* random_by_weight(double now, bool healthy_only, const UpstreamPool* other);
+  UpstreamPool& add_pool(const EndpointSpec& spec, size_t endpoint);
 
   struct ev_loop* loop_;
   DnsResolver& resolver_;
@@ -57,6 +63,8 @@ private:
   core::DeferredQueue& deferred_;
   SSL_CTX* tls_;
   int limit_; // per address, this worker's share of max_connections
+  Lb lb_;
+  uint64_t rng_; // random_two's xorshift state
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
   std::vector<size_t> endpoint_of_; // per pool: its index in cfg_.endpoints
   std::vector<std::unique_ptr<UpstreamPool>> retiring_;

@@ -1,5 +1,7 @@
 #include "upstream/upstream_pool.h"
 
+#include "upstream/health_checker.h"
+
 #include "upstream/http1_connection_pool.h"
 #include "upstream/http2_connection_pool.h"
 
@@ -28,11 +30,16 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
     conns_ = std::make_unique<Http1ConnectionPool>(*this);
   ev_init(&queue_timer_, queue_timer_cb);
   queue_timer_.data = this;
+  if (cluster.health_check.enabled)
+    checker_ = std::make_unique<HealthChecker>(*this, cluster.health_check);
   if (auto a = literal_address(spec_))
     set_address(*a);
 }
 
 UpstreamPool::~UpstreamPool() {
+  if (checker_ && !checker_->healthy())
+    gauges_.unhealthy.add(-1);
+  checker_.reset(); // first: it holds a place in the queue or a stream
   ev_timer_stop(loop_, &queue_timer_);
   conns_->close_all();
   // The closed connections are disposed of: destroyed now, while what they point to lives.
@@ -127,6 +134,16 @@ void UpstreamPool::set_address(const SocketAddress& a) {
   address_ = a;
   has_address_ = true;
   serve_waiters();
+  if (checker_)
+    checker_->start();
+}
+
+bool UpstreamPool::healthy() const {
+  return !checker_ || checker_->healthy();
+}
+
+void UpstreamPool::note_health(bool healthy) {
+  gauges_.unhealthy.add(healthy ? -1 : 1);
 }
 
 void UpstreamPool::address_failed() {

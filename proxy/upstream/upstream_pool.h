@@ -21,6 +21,8 @@
 
 namespace portico::upstream {
 
+class HealthChecker;
+
 class UpstreamPool {
 public:
   // tls: the cluster's client context (referenced while the pool lives), or null.
@@ -73,6 +75,10 @@ public:
   size_t busy() const { return conns_->connections() - conns_->idle(); }
   size_t waiting() const { return waiting_; }
   size_t load() const { return conns_->in_flight() + waiting_; }
+  // The endpoint's weight (every address of a name has it), and the smooth weighted round
+  // robin's running score (the cluster's, kept here).
+  int weight = 1;
+  int64_t wrr_score = 0;
 
   // Passive health: after a failed connect the cluster passes the endpoint over for the
   // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.
@@ -80,6 +86,9 @@ public:
   void note_connect_failed(UpstreamError e, bool say = true);
   void note_connected();
   bool available(double now) const { return connect_failures_ == 0 || now >= down_until_; }
+  // Active health ([[cluster]] health_check): true when not checked, or passing.
+  bool healthy() const;
+  void note_health(bool healthy); // from the checker: the gauges follow
 
   // From the ConnectionPool.
   // Another connection may be opened now (an address, and room under max_connections).
@@ -117,6 +126,7 @@ private:
   SSL_CTX* tls_ = nullptr;
   std::string tls_server_name_;
   SSL_SESSION* tls_session_ = nullptr;
+  std::unique_ptr<HealthChecker> checker_; // with health_check
   const config::ClusterConfig& cluster_;
   SocketAddress address_;
   bool has_address_ = false;

@@ -92,7 +92,9 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(dumped["cluster"][0]["endpoints"],
                          ["unix:/tmp/app.sock", "127.0.0.1:9000"])
         self.assertEqual(dumped["route"][0], {"host": "api.example", "path_prefix": "/",
-                                              "cluster": "app"})
+                                              "cluster": "app", "websocket": False,
+                                              "upgrade_timeout": 300})
+        self.assertEqual(dumped["cluster"][0]["lb"], "least_request")
         self.assertEqual(dumped["admin"]["address"], "127.0.0.1:9901")
         # Loaded again, it is the same configuration: the second dump matches the first.
         again = os.path.join(self.tmp, "dumped.toml")

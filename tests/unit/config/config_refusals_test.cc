@@ -214,5 +214,36 @@ TEST(ConfigRefusals, ClusterTls) {
             std::string::npos);
 }
 
+TEST(ConfigRefusals, BalancingAndHealthChecks) {
+  std::string head = "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[route]]\ncluster = \"a\"\n"
+                     "[[cluster]]\nname = \"a\"\n";
+  std::vector<std::string> errors;
+  auto ok = parse_config(head + "endpoints = [\"127.0.0.1:1\", { address = \"127.0.0.1:2\", "
+                                "weight = 3 }]\nlb = \"round_robin\"\nhealth_check = { path = "
+                                "\"/up\", expect = \"200-399\", interval = 1 }\n",
+                         "t.toml", &errors);
+  ASSERT_TRUE(ok) << errors[0];
+  const auto& c = ok->clusters[0];
+  EXPECT_EQ(c.endpoints, (std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
+  EXPECT_EQ(c.weights, (std::vector<int>{1, 3}));
+  EXPECT_EQ(c.lb, "round_robin");
+  EXPECT_TRUE(c.health_check.enabled);
+  EXPECT_EQ(c.health_check.path, "/up");
+  EXPECT_EQ(c.health_check.expect_min, 200);
+  EXPECT_EQ(c.health_check.expect_max, 399);
+  EXPECT_NE(refused(head + "endpoints = [\"127.0.0.1:1\"]\nlb = \"fastest\"\n")
+                .find("lb is \"least_request\", \"round_robin\" or \"random_two\""),
+            std::string::npos);
+  EXPECT_NE(refused(head + "endpoints = [{ address = \"127.0.0.1:1\", weight = 0 }]\n")
+                .find("'weight' must be a number from 1 to 1000"),
+            std::string::npos);
+  EXPECT_NE(refused(head + "endpoints = [\"127.0.0.1:1\"]\nhealth_check = { expect = \"2xy\" }\n")
+                .find("expect is a status"),
+            std::string::npos);
+  EXPECT_NE(refused(head + "endpoints = [\"127.0.0.1:1\"]\nhealth_check = { path = \"up\" }\n")
+                .find("path must start with '/'"),
+            std::string::npos);
+}
+
 } // namespace
 } // namespace portico::config
