@@ -119,16 +119,52 @@ struct ClusterConfig {
   bool operator==(const ClusterConfig&) const = default;
 };
 
+struct RedirectAction {
+  std::string scheme; // "" = the request's
+  std::string host;   // "" = the request's (without its port when the scheme changes)
+  std::string path;   // "" = the request's path and query
+  int code = 301;
+  bool operator==(const RedirectAction&) const = default;
+};
+
+struct DirectResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "text/plain";
+  bool operator==(const DirectResponse&) const = default;
+};
+
 struct RouteConfig {
+  // Matching, first match wins: host, then the path by exactly one of path_prefix,
+  // path_exact and path_regex (RE2, the whole path), then the scheme ("http": cleartext
+  // requests only, as for an edge's port-80 redirect; "https": TLS only; "" any).
   std::string host; // "" = any; exact, or "*.example.com"
   std::string path_prefix = "/";
-  std::string cluster;
+  std::string path_exact;
+  std::string path_regex;
+  std::string scheme;
+  std::string cluster;      // "" only with redirect or direct_response
   size_t cluster_index = 0; // resolved at load time
   // WebSocket (an HTTP/1.1 Upgrade, or RFC 8441's extended CONNECT over HTTP/2) is tunnelled
   // to the cluster, which must speak HTTP/1.1; off, the Upgrade is not forwarded (Envoy's
   // upgrade_configs are opt-in too).
   bool websocket = false;
   double upgrade_timeout = 300; // a tunnel with no byte either way for this long is closed
+  // Actions. The path prefix matched replaced by this one (only with path_prefix); fields
+  // added to and removed from the request and the response (names lower case).
+  std::string prefix_rewrite;
+  bool has_prefix_rewrite = false;
+  std::vector<std::pair<std::string, std::string>> request_headers_add, response_headers_add;
+  std::vector<std::string> request_headers_remove, response_headers_remove;
+  bool has_redirect = false;
+  RedirectAction redirect;
+  bool has_direct_response = false;
+  DirectResponse direct_response;
+  // Overrides of the cluster's: a deadline for the whole response (0: none; 504 before it
+  // began, a reset after), and the retry policy (-1: the cluster's, 0 off, 1 on).
+  double timeout = 0;
+  int retry_on_reset = -1;
+  int retry_non_idempotent = -1;
 };
 
 struct ServerConfig {

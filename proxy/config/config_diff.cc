@@ -27,7 +27,8 @@ std::vector<int> kept_routes(const Config& old, const Config& next) {
     for (size_t o = 0; o < old.routes.size(); ++o) {
       const RouteConfig& was = old.routes[o];
       if (!taken[o] && was.host == r.host && was.path_prefix == r.path_prefix &&
-          was.cluster == r.cluster) {
+          was.path_exact == r.path_exact && was.path_regex == r.path_regex &&
+          was.scheme == r.scheme && was.cluster == r.cluster) {
         kept[n] = static_cast<int>(o);
         taken[o] = true;
         break;

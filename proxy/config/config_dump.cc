@@ -147,12 +147,58 @@ std::string dump_config(const Config& c) {
   root.insert("cluster", std::move(clusters));
 
   toml::array routes;
-  for (const auto& r : c.routes)
-    routes.push_back(toml::table{{"host", r.host},
-                                 {"path_prefix", r.path_prefix},
-                                 {"cluster", r.cluster},
-                                 {"websocket", r.websocket},
-                                 {"upgrade_timeout", r.upgrade_timeout}});
+  for (const auto& r : c.routes) {
+    toml::table t{
+        {"host", r.host}, {"websocket", r.websocket}, {"upgrade_timeout", r.upgrade_timeout}};
+    if (!r.cluster.empty())
+      t.insert("cluster", r.cluster);
+    for (auto [key, value] :
+         {std::pair{"path_prefix", &r.path_prefix}, std::pair{"path_exact", &r.path_exact},
+          std::pair{"path_regex", &r.path_regex}, std::pair{"scheme", &r.scheme}})
+      if (!value->empty())
+        t.insert(key, *value);
+    if (r.has_prefix_rewrite)
+      t.insert("prefix_rewrite", r.prefix_rewrite);
+    auto fields = [](const std::vector<std::pair<std::string, std::string>>& v) {
+      toml::table out;
+      for (const auto& [k, val] : v)
+        out.insert(k, val);
+      return out;
+    };
+    if (!r.request_headers_add.empty())
+      t.insert("request_headers_add", fields(r.request_headers_add));
+    if (!r.response_headers_add.empty())
+      t.insert("response_headers_add", fields(r.response_headers_add));
+    if (!r.request_headers_remove.empty())
+      t.insert("request_headers_remove", strings(r.request_headers_remove));
+    if (!r.response_headers_remove.empty())
+      t.insert("response_headers_remove", strings(r.response_headers_remove));
+    if (r.has_redirect) {
+      toml::table rd{{"code", r.redirect.code}};
+      if (!r.redirect.scheme.empty())
+        rd.insert("scheme", r.redirect.scheme);
+      if (!r.redirect.host.empty())
+        rd.insert("host", r.redirect.host);
+      if (!r.redirect.path.empty())
+        rd.insert("path", r.redirect.path);
+      t.insert("redirect", std::move(rd));
+    }
+    if (r.has_direct_response)
+      t.insert("direct_response", toml::table{{"status", r.direct_response.status},
+                                              {"body", r.direct_response.body},
+                                              {"content_type", r.direct_response.content_type}});
+    if (r.timeout > 0)
+      t.insert("timeout", r.timeout);
+    if (r.retry_on_reset >= 0 || r.retry_non_idempotent >= 0) {
+      toml::table retry;
+      if (r.retry_on_reset >= 0)
+        retry.insert("on_reset", r.retry_on_reset == 1);
+      if (r.retry_non_idempotent >= 0)
+        retry.insert("non_idempotent", r.retry_non_idempotent == 1);
+      t.insert("retry", std::move(retry));
+    }
+    routes.push_back(std::move(t));
+  }
   root.insert("route", std::move(routes));
 
   std::ostringstream out;

@@ -42,6 +42,9 @@ public:
   virtual ~Exchange() = default;
 
   const http::RequestHead& request() const { return request_; }
+  // For a handler that rewrites the request before passing it on (a route's prefix_rewrite,
+  // its fields): new views must live as long as the exchange (its arena, or the handler's).
+  http::RequestHead& mutable_request() { return request_; }
   http::Arena& arena() { return arena_; }
   struct ev_loop* loop() const {
     return loop_;

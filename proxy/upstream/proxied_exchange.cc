@@ -37,17 +37,22 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
 
 void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
                             metrics::RouteMetrics& route, metrics::AccessLog* log,
-                            uint32_t* in_flight, double tunnel_timeout) {
+                            uint32_t* in_flight, double tunnel_timeout,
+                            const RouteOptions* options) {
   auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
+  p->options_ = options;
   if (tunnel_timeout > 0) {
     p->tunnel_timeout_ = tunnel_timeout;
     p->framing_ = BodyFraming::TUNNEL;
   }
+  double deadline = options && options->timeout > 0 ? options->timeout : 0;
   if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
-    if (std::optional<double> t = grpc::timeout_of(ex.request())) {
-      ev_timer_set(&p->deadline_, std::max(*t, 0.0), 0);
-      ev_timer_start(ex.loop(), &p->deadline_);
-    }
+    if (std::optional<double> t = grpc::timeout_of(ex.request()))
+      deadline = deadline > 0 ? std::min(deadline, std::max(*t, 1e-6)) : std::max(*t, 1e-6);
+  if (deadline > 0) {
+    ev_timer_set(&p->deadline_, deadline, 0);
+    ev_timer_start(ex.loop(), &p->deadline_);
+  }
   if (in_flight) {
     p->in_flight_ = in_flight;
     ++*in_flight;
@@ -228,6 +233,14 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   if (has_connection)
     std::erase_if(fields,
                   [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
+  if (options_) {
+    if (!options_->response_remove.empty())
+      std::erase_if(fields, [&](const http::Header& f) {
+        return std::find(options_->response_remove.begin(), options_->response_remove.end(),
+                         f.name) != options_->response_remove.end();
+      });
+    fields.insert(fields.end(), options_->response_add.begin(), options_->response_add.end());
+  }
   if (framing_ == BodyFraming::TUNNEL && h.status == 101) {
     open_tunnel(h, fields);
     return;
@@ -329,9 +342,14 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
   }
   const auto& cfg = cluster_.config();
   std::optional<RetryReason> why =
-      retried_ ? std::nullopt
-               : retry_reason({cfg.retry_on_reset, cfg.retry_non_idempotent}, e, delivery,
-                              ex_.request().method, replayable_);
+      retried_
+          ? std::nullopt
+          : retry_reason({options_ && options_->retry_on_reset >= 0 ? options_->retry_on_reset == 1
+                                                                    : cfg.retry_on_reset,
+                          options_ && options_->retry_non_idempotent >= 0
+                              ? options_->retry_non_idempotent == 1
+                              : cfg.retry_non_idempotent},
+                         e, delivery, ex_.request().method, replayable_);
   // A connect that failed goes to another endpoint (this one is now held down), as nginx's
   // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
   UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_.pick() : pool_;

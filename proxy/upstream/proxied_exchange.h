@@ -43,13 +43,22 @@ public:
   static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
+  // What a route adds to the cluster's ways (the router's, per route; they outlive the
+  // exchange).
+  struct RouteOptions {
+    double timeout = 0; // a deadline for the whole response; 0: none
+    int retry_on_reset = -1, retry_non_idempotent = -1; // -1: the cluster's
+    std::vector<http::Header> response_add;
+    std::vector<std::string> response_remove;
+  };
   // in_flight: counts the exchanges alive (the router's, so that a reload knows when the
   // configuration they started with is no longer used), or null. tunnel_timeout > 0: the
   // request is a WebSocket handshake its route lets through, and the tunnel a 101 opens
-  // closes after this long without a byte.
+  // closes after this long without a byte. options: the route's, or null.
   static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
                     metrics::RouteMetrics& route, metrics::AccessLog* log,
-                    uint32_t* in_flight = nullptr, double tunnel_timeout = 0);
+                    uint32_t* in_flight = nullptr, double tunnel_timeout = 0,
+                    const RouteOptions* options = nullptr);
   ~ProxiedExchange() override;
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
@@ -116,7 +125,8 @@ private:
   bool upstream_paused_ = false;
   // A WebSocket tunnel: asked for (its idle timeout, 0: not a tunnel request), open (the 101
   // came), and an HTTP/2 client's END_STREAM that came before it (passed on once it is open).
-  ev_timer deadline_; // a gRPC call's grpc-timeout; active only for those that carry one
+  ev_timer deadline_; // grpc-timeout or the route's timeout; active only when there is one
+  const RouteOptions* options_ = nullptr;
   double tunnel_timeout_ = 0;
   bool tunnel_ = false;
   bool client_shut_early_ = false;

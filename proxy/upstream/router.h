@@ -7,9 +7,11 @@
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
+#include "upstream/proxied_exchange.h"
 #include "upstream/request_writer.h"
 
 #include <memory>
+#include <re2/re2.h>
 #include <vector>
 
 namespace portico::upstream {
@@ -29,15 +31,30 @@ public:
   // "*.example.com" for any subdomain.
   static bool host_matches(std::string_view pattern, std::string_view authority);
 
+  ~Router() override;
+
 private:
+  // What each route needs at request time, made once: its regex, its options, its fields.
+  struct Compiled {
+    std::unique_ptr<re2::RE2> regex;
+    ProxiedExchange::RouteOptions options;
+    std::vector<http::Header> request_add;
+  };
+  bool matches(const config::RouteConfig& r, const Compiled& c, const server::Exchange& ex,
+               std::string_view path) const;
   // Answered here, counted under route (routes.size(): no route matched).
   void reject(server::Exchange& ex, size_t route, int status, std::string_view body);
+  void redirect(server::Exchange& ex, size_t route);
+  void direct_response(server::Exchange& ex, size_t route);
+  // prefix_rewrite and the request field edits, in the exchange's own head.
+  void rewrite(server::Exchange& ex, const config::RouteConfig& r, const Compiled& c);
 
   const config::Config& cfg_;
   std::vector<std::shared_ptr<Cluster>> clusters_;
   metrics::WorkerMetrics& metrics_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   ForwardingOptions fwd_;
+  std::vector<Compiled> compiled_; // by route
   uint32_t in_flight_ = 0;
 };
 

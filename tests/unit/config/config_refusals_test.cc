@@ -245,5 +245,38 @@ TEST(ConfigRefusals, BalancingAndHealthChecks) {
             std::string::npos);
 }
 
+TEST(ConfigRefusals, RouteMatchesAndActions) {
+  std::string head = "[[listener]]\naddress = \"127.0.0.1:8080\"\n[[cluster]]\nname = \"a\"\n"
+                     "endpoints = [\"127.0.0.1:1\"]\n[[route]]\n";
+  std::vector<std::string> errors;
+  auto ok = parse_config(head + "path_prefix = \"/api/\"\nprefix_rewrite = \"/\"\ncluster = \"a\"\n"
+                                "request_headers_add = { X-A = \"1\" }\ntimeout = 2\nretry = { "
+                                "on_reset = false }\n[[route]]\npath_regex = \"/u/[0-9]+\"\n"
+                                "direct_response = { status = 204 }\n[[route]]\nscheme = \"http\"\n"
+                                "redirect = { scheme = \"https\" }\n",
+                         "t.toml", &errors);
+  ASSERT_TRUE(ok) << errors[0];
+  EXPECT_EQ(ok->routes[0].request_headers_add[0].first, "x-a");
+  EXPECT_EQ(ok->routes[0].retry_on_reset, 0);
+  EXPECT_EQ(ok->routes[1].path_prefix, "");
+  EXPECT_TRUE(ok->routes[2].has_redirect);
+  EXPECT_EQ(ok->routes[2].redirect.code, 301);
+  auto refusal = [&](const std::string& body, const std::string& says) {
+    std::string e = refused(head + body);
+    EXPECT_NE(e.find(says), std::string::npos) << e;
+    EXPECT_EQ(e.rfind("t.toml:", 0), 0u) << e;
+  };
+  refusal("path_prefix = \"/\"\npath_exact = \"/x\"\ncluster = \"a\"\n", "not several");
+  refusal("path_regex = \"/(unclosed\"\ncluster = \"a\"\n", "path_regex: missing )");
+  refusal("path_exact = \"/x\"\nprefix_rewrite = \"/y\"\ncluster = \"a\"\n",
+          "prefix_rewrite needs a path_prefix");
+  refusal("redirect = { code = 305 }\n", "code is 301, 302, 303, 307 or 308");
+  refusal("redirect = {}\ndirect_response = {}\n", "redirect or direct_response, not both");
+  refusal("path_prefix = \"/\"\n", "'cluster' is required");
+  refusal("cluster = \"a\"\nrequest_headers_add = { \"bad name\" = \"v\" }\n",
+          "maps field names to string values");
+  refusal("cluster = \"a\"\nscheme = \"ftp\"\n", "scheme is \"http\" or \"https\"");
+}
+
 } // namespace
 } // namespace portico::config
