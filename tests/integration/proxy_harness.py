@@ -35,7 +35,8 @@ class Proxy:
     def __init__(self, endpoints, tls=False, workers=2, cluster_options=None,
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
-                 ignore_reports=(), binary=None, routes_first="", catch_all=True):
+                 ignore_reports=(), binary=None, routes_first="", catch_all=True,
+                 tls_listener_options=None):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
@@ -43,7 +44,8 @@ class Proxy:
         to be false (harness.UBSAN_FD_EXHAUSTION); binary: the portico program to run, if not
         the one built; routes_first: [[route]] tables (and their clusters) placed before the
         catch-all route to the cluster "app", so that they can match; catch_all=False: no such
-        route (what no route matches is the proxy's 404)."""
+        route (what no route matches is the proxy's 404); tls_listener_options: more keys of the
+        TLS listener, as listener_options are the cleartext one's."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
@@ -60,6 +62,7 @@ class Proxy:
                       f"tls = {{ certificate = {toml_string(self.cert)}, "
                       f"private_key = {toml_string(self.key)}" +
                       "".join(f", {k} = {v}" for k, v in (tls_options or {}).items()) + " }"]
+            lines += [f"{k} = {v}" for k, v in (tls_listener_options or {}).items()]
         lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
                   "[[cluster]]", 'name = "app"',
                   "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]

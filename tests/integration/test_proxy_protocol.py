@@ -145,6 +145,20 @@ frontend accept_v1
                 self.assertEqual(status, 200, body)
                 self.assertEqual(body, f"src={source} dst=127.0.0.1\n", path)
 
+    def test_the_header_comes_before_tls(self):
+        import ssl
+        proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1, tls=True,
+                      tls_listener_options={"proxy_protocol": "true"})
+        self.addCleanup(proxy.stop)
+        ctx = ssl.create_default_context(cafile=proxy.cert)
+        raw = socket.create_connection(("127.0.0.1", proxy.tls_port), timeout=10)
+        raw.sendall(b"PROXY TCP4 192.0.2.9 127.0.0.1 5000 443\r\n")
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s, s.makefile("rb") as f:
+            s.sendall(b"GET /headers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            body = harness.read_http1_response(f).body.decode()
+        self.assertIn("x-forwarded-for: 192.0.2.9\n", body)
+        self.assertIn("x-forwarded-proto: https\n", body)
+
     def test_raw_peers_without_or_with_a_bad_header(self):
         proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
                       listener_options={"proxy_protocol": "true"},
