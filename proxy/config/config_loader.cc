@@ -496,9 +496,6 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     }
     if (cert != key)
       r.error(tt->source(), tw + ": a client certificate needs both certificate and private_key");
-    if (cl.protocol == "h2c")
-      r.error(tt->source(), tw + ": HTTP/2 over TLS to an upstream is not built yet; use "
-                                 "protocol \"http1\" with tls, or h2c without it");
   }
   if (r.get_string(t, "send_proxy_protocol", cl.send_proxy_protocol, cw) &&
       !cl.send_proxy_protocol.empty()) {

@@ -1,5 +1,8 @@
 #include "upstream/http2_upstream_connection.h"
 
+#include "core/error_log.h"
+#include "tls/upstream_tls_context.h"
+
 #include "http/nghttp2_check.h"
 #include "upstream/http2_connection_pool.h"
 #include "upstream/upstream_pool.h"
@@ -162,10 +165,18 @@ void Http2UpstreamConnection::flush() {
     out_.append(data, static_cast<size_t>(n));
   }
   if (!out_.empty()) {
-    ssize_t w = out_.write_to(fd_);
-    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      close(UpstreamError::RESET);
-      return;
+    if (tls_) {
+      tls::TlsSession::Io r = tls_->write(out_);
+      if (r == tls::TlsSession::Io::CLOSED || r == tls::TlsSession::Io::ERROR) {
+        close(UpstreamError::RESET);
+        return;
+      }
+    } else {
+      ssize_t w = out_.write_to(fd_);
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        close(UpstreamError::RESET);
+        return;
+      }
     }
   }
   if (out_.empty() && !nghttp2_session_want_write(session_))
@@ -183,7 +194,9 @@ void Http2UpstreamConnection::flush() {
 }
 
 void Http2UpstreamConnection::on_writable() {
-  if (state_ == State::CONNECTING)
+  if (state_ == State::CONNECTING && tls_)
+    drive_handshake();
+  else if (state_ == State::CONNECTING)
     on_connected();
   else
     flush();
@@ -206,6 +219,74 @@ void Http2UpstreamConnection::on_connected() {
     close(UpstreamError::CONNECT_REFUSED);
     return;
   }
+  if (SSL_CTX* ctx = pool_.tls()) {
+    SSL* ssl = tls::new_client_ssl(ctx, fd_, pool_.tls_server_name(), pool_.cluster().tls.verify,
+                                   pool_.tls_session());
+    if (!ssl) {
+      close(UpstreamError::LOCAL_RESOURCES);
+      return;
+    }
+    tls_ = std::make_unique<tls::TlsSession>(ssl);
+    drive_handshake();
+    return;
+  }
+  on_established();
+}
+
+void Http2UpstreamConnection::drive_handshake() {
+  const char* why = nullptr;
+  switch (tls_->handshake()) {
+  case tls::TlsSession::Io::OK:
+    if (tls_->alpn() == "h2") {
+      on_established();
+      return;
+    }
+    why = "the upstream did not agree to h2 (ALPN)";
+    break;
+  case tls::TlsSession::Io::WANT_READ:
+    ev_io_stop(pool_.loop(), &wev_);
+    ev_io_start(pool_.loop(), &rev_);
+    return;
+  case tls::TlsSession::Io::WANT_WRITE: ev_io_start(pool_.loop(), &wev_); return;
+  case tls::TlsSession::Io::CLOSED:
+  case tls::TlsSession::Io::ERROR:
+    why = tls_->verify_error();
+    if (!why)
+      why = tls_->last_error() ? tls_->last_error() : "the upstream closed the connection";
+    break;
+  }
+  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
+                   "TLS handshake with upstream %s (%s) failed: %s", pool_.endpoint().text.c_str(),
+                   pool_.tls_server_name().c_str(), why);
+  pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
+  pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  close(UpstreamError::CONNECT_REFUSED);
+}
+
+void Http2UpstreamConnection::keep_tls_session() {
+  if (!tls_ || tls_session_kept_)
+    return;
+  if (SSL_SESSION* s = tls_->resumable_session()) {
+    pool_.keep_tls_session(s);
+    tls_session_kept_ = true;
+  }
+}
+
+Http2UpstreamConnection::Read Http2UpstreamConnection::read_bytes(char* buf, size_t len,
+                                                                  size_t* n) {
+  if (!tls_)
+    return read_once(buf, len, n);
+  switch (tls_->read(buf, len, n)) {
+  case tls::TlsSession::Io::OK: return Read::DATA;
+  case tls::TlsSession::Io::WANT_READ:
+  case tls::TlsSession::Io::WANT_WRITE: return Read::WOULD_BLOCK;
+  case tls::TlsSession::Io::CLOSED: return Read::END;
+  case tls::TlsSession::Io::ERROR: break;
+  }
+  return Read::FAILED;
+}
+
+void Http2UpstreamConnection::on_established() {
   pool_.note_connected();
   state_ = State::OPEN;
   connect_seconds_ = ev_time() - connect_started_;
@@ -218,12 +299,17 @@ void Http2UpstreamConnection::on_connected() {
 }
 
 void Http2UpstreamConnection::on_readable() {
+  if (state_ == State::CONNECTING) {
+    if (tls_)
+      drive_handshake();
+    return;
+  }
   for (int i = 0; i < kReadsPerWakeup && (state_ == State::OPEN || state_ == State::DRAINING);
        ++i) {
     if (!in_)
       in_ = core::BlockPool::local().get();
     size_t n = 0;
-    Read r = read_once(in_->data, core::kBlockSize, &n);
+    Read r = read_bytes(in_->data, core::kBlockSize, &n);
     if (r == Read::WOULD_BLOCK)
       break;
     if (r != Read::DATA) {
@@ -235,12 +321,17 @@ void Http2UpstreamConnection::on_readable() {
       close(UpstreamError::PROTOCOL_ERROR);
       return;
     }
-    if (n < core::kBlockSize)
+    if (n < core::kBlockSize && !(tls_ && tls_->pending()))
       break;
   }
   if (in_) {
     core::BlockPool::local().put(in_);
     in_ = nullptr;
+  }
+  if (tls_) {
+    keep_tls_session(); // a session ticket has come by the first response
+    if (tls_->pending() && state_ != State::CLOSED)
+      ev_feed_event(pool_.loop(), &rev_, EV_READ); // decrypted bytes the socket will not signal
   }
   // SETTINGS and PING acknowledgements, window updates.
   want_flush();
@@ -417,6 +508,8 @@ void Http2UpstreamConnection::close(UpstreamError e) {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
+  if (tls_ && tls_->established())
+    tls_->shutdown(); // close_notify, best effort
   close_socket();
   out_.clear();
   // Every stream still carrying a request fails. One the connect never carried was not

@@ -11,10 +11,12 @@
 #include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
+#include "tls/tls_session.h"
 #include "upstream/http2_upstream_stream.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
+#include <memory>
 #include <nghttp2/nghttp2.h>
 #include <vector>
 
@@ -65,6 +67,11 @@ private:
   void on_writable() override;
   void on_timer() override;
   void on_connected();
+  // TLS ([[cluster]] tls, ALPN h2): the handshake after connect(2), within connect_timeout.
+  void drive_handshake();
+  void on_established();
+  Read read_bytes(char* buf, size_t len, size_t* n);
+  void keep_tls_session();
   void flush();
   void end_response(Http2UpstreamStream& st);
   void stream_gone(Http2UpstreamStream* st);
@@ -73,6 +80,8 @@ private:
   UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
   Http2ConnectionPool& conns_; // its siblings to the same endpoint
   State state_ = State::CONNECTING;
+  std::unique_ptr<tls::TlsSession> tls_; // null: cleartext h2c
+  bool tls_session_kept_ = false;
   nghttp2_session* session_ = nullptr;
   // timer_ (SocketConnection): the connect timeout, then idle retirement.
   core::Block* in_ = nullptr;

@@ -1,7 +1,7 @@
 """TLS to an upstream ([[cluster]] tls), against nginx with TLS that asks for a client
 certificate: the endpoint's certificate is verified against the cluster's CA and its name
 (server_name, sent as SNI), Portico presents its client certificate (mTLS), a second
-connection resumes the first's session, and ALPN says http/1.1. A wrong CA, a wrong name or a
+connection resumes the first's session, and ALPN says http/1.1, or h2 for an HTTP/2 cluster. A wrong CA, a wrong name or a
 missing client certificate is a 502 with the reason in the error log; verify = false takes
 any certificate."""
 import os
@@ -26,7 +26,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{
-        listen 127.0.0.1:{port} ssl;
+        listen 127.0.0.1:{port} ssl http2;
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
         ssl_client_certificate {d}/ca.pem;
@@ -80,12 +80,12 @@ class UpstreamTls(unittest.TestCase):
         self.addCleanup(self.nginx.stop)
         wait_until(lambda: harness.port_open("127.0.0.1", self.port), what="nginx")
 
-    def proxy(self, clusters):
+    def proxy(self, clusters, protocol="http1"):
         """clusters: name -> the tls table's keys (TOML values)."""
         parts = []
         for name, tls in clusters.items():
             table = ", ".join(f"{k} = {v}" for k, v in tls.items())
-            parts += ["[[cluster]]", f'name = "{name}"',
+            parts += ["[[cluster]]", f'name = "{name}"', f'protocol = "{protocol}"',
                       f'endpoints = ["127.0.0.1:{self.port}"]', f"tls = {{ {table} }}", "",
                       "[[route]]", f'path_prefix = "/{name}"', f'cluster = "{name}"', ""]
         p = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1, routes_first="\n".join(parts))
@@ -110,6 +110,16 @@ class UpstreamTls(unittest.TestCase):
         self.assertIn(b"reused=r", body)
         status, body = harness.http_get(p.port, "/ip/x")  # the IP address as the verified name
         self.assertEqual(status, 200, body)
+
+    def test_http2_over_tls_by_alpn(self):
+        mtls = {"ca": self.f("ca.pem"), "server_name": '"upstream.test"',
+                "certificate": self.f("client.pem"), "private_key": self.f("client.key")}
+        p = self.proxy({"h2": mtls}, protocol="h2c")
+        for _ in range(3):  # several streams on the one connection
+            status, body = harness.http_get(p.port, "/h2/x")
+            self.assertEqual(status, 200, body)
+            self.assertIn(b"alpn=h2", body)
+            self.assertIn(b"client=CN=portico-client", body)
 
     def test_refusals_are_502_with_the_reason_logged(self):
         client = {"certificate": self.f("client.pem"), "private_key": self.f("client.key")}
