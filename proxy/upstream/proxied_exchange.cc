@@ -65,7 +65,8 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
 }
 
 ProxiedExchange::~ProxiedExchange() {
-  ev_timer_stop(ex_loop_, &deadline_);
+  if (ev_is_active(&deadline_)) // most exchanges have none: no call for them
+    ev_timer_stop(ex_loop_, &deadline_);
   if (pool_)
     pool_->release();
   if (in_flight_)
@@ -233,7 +234,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   if (has_connection)
     std::erase_if(fields,
                   [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
-  if (options_) {
+  if (options_ && options_->edits_response) {
     if (!options_->response_remove.empty())
       std::erase_if(fields, [&](const http::Header& f) {
         return std::find(options_->response_remove.begin(), options_->response_remove.end(),
@@ -416,7 +417,8 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   route_metrics_.duration.observe(now - started_at_);
   if (log_)
     log_access(ex, now);
-  ev_timer_stop(ex_loop_, &deadline_);
+  if (ev_is_active(&deadline_))
+    ev_timer_stop(ex_loop_, &deadline_);
   if (queued)
     pool_->cancel(this);
   if (up_)

@@ -50,6 +50,7 @@ public:
     int retry_on_reset = -1, retry_non_idempotent = -1; // -1: the cluster's
     std::vector<http::Header> response_add;
     std::vector<std::string> response_remove;
+    bool edits_response = false; // either of those is not empty
   };
   // in_flight: counts the exchanges alive (the router's, so that a reload knows when the
   // configuration they started with is no longer used), or null. tunnel_timeout > 0: the

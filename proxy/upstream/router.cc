@@ -36,6 +36,10 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<Cluster>> 
     c.options.response_remove = r.response_headers_remove;
     for (const auto& [name, value] : r.request_headers_add)
       c.request_add.push_back({name, value});
+    c.rewrites =
+        r.has_prefix_rewrite || !r.request_headers_add.empty() || !r.request_headers_remove.empty();
+    c.options.edits_response =
+        !r.response_headers_add.empty() || !r.response_headers_remove.empty();
     compiled_.push_back(std::move(c));
   }
 }
@@ -142,18 +146,19 @@ void Router::on_request(server::Exchange& ex) {
     metrics::AccessLog* log = ex.listener_index() < access_logs_.size()
                                   ? access_logs_[ex.listener_index()].get()
                                   : nullptr;
+    // The header scans only where they can matter: a WebSocket route, or an extended CONNECT.
     double tunnel = 0;
-    if (req.is_websocket_upgrade()) {
-      if (r.websocket) {
+    if (r.websocket) {
+      if (req.is_websocket_upgrade())
         tunnel = r.upgrade_timeout;
-      } else if (req.version == http::Version::HTTP_2) {
-        // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
-        // extended CONNECT has no such reading.
-        reject(ex, i, 501, "websocket is not enabled on this route\n");
-        return;
-      }
+    } else if (!req.protocol.empty() && req.is_websocket_upgrade()) {
+      // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
+      // extended CONNECT has no such reading.
+      reject(ex, i, 501, "websocket is not enabled on this route\n");
+      return;
     }
-    rewrite(ex, r, compiled_[i]);
+    if (compiled_[i].rewrites)
+      rewrite(ex, r, compiled_[i]);
     ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log,
                            &in_flight_, tunnel, &compiled_[i].options);
     return;

@@ -39,6 +39,7 @@ private:
     std::unique_ptr<re2::RE2> regex;
     ProxiedExchange::RouteOptions options;
     std::vector<http::Header> request_add;
+    bool rewrites = false; // prefix_rewrite or request fields: the head is edited
   };
   bool matches(const config::RouteConfig& r, const Compiled& c, const server::Exchange& ex,
                std::string_view path) const;
