@@ -123,6 +123,7 @@ void Cluster::on_resolved(size_t index, std::vector<SocketAddress> addresses, in
     }
     // Removed addresses drain: no new request, the ones on them finish (sweep()).
     for (auto it = gone.rbegin(); it != gone.rend(); ++it) {
+      pools_[*it]->stop_health_checks();
       retiring_.push_back(std::move(pools_[*it]));
       pools_.erase(pools_.begin() + static_cast<ptrdiff_t>(*it));
       endpoint_of_.erase(endpoint_of_.begin() + static_cast<ptrdiff_t>(*it));

@@ -37,9 +37,7 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
 }
 
 UpstreamPool::~UpstreamPool() {
-  if (checker_ && !checker_->healthy())
-    gauges_.unhealthy.add(-1);
-  checker_.reset(); // first: it holds a place in the queue or a stream
+  stop_health_checks(); // first: it holds a place in the queue or a stream
   ev_timer_stop(loop_, &queue_timer_);
   conns_->close_all();
   // The closed connections are disposed of: destroyed now, while what they point to lives.
@@ -140,6 +138,12 @@ void UpstreamPool::set_address(const SocketAddress& a) {
 
 bool UpstreamPool::healthy() const {
   return !checker_ || checker_->healthy();
+}
+
+void UpstreamPool::stop_health_checks() {
+  if (checker_ && !checker_->healthy())
+    gauges_.unhealthy.add(-1);
+  checker_.reset();
 }
 
 void UpstreamPool::note_health(bool healthy) {

@@ -89,6 +89,8 @@ public:
   // Active health ([[cluster]] health_check): true when not checked, or passing.
   bool healthy() const;
   void note_health(bool healthy); // from the checker: the gauges follow
+  // The address is gone from the name's answers: no more checks of it (its pool drains).
+  void stop_health_checks();
 
   // From the ConnectionPool.
   // Another connection may be opened now (an address, and room under max_connections).
