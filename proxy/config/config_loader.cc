@@ -502,6 +502,10 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     if (cl.send_proxy_protocol != "v1" && cl.send_proxy_protocol != "v2")
       r.error(t.get("send_proxy_protocol")->source(),
               cw + ": send_proxy_protocol must be \"v1\", \"v2\" or \"\" (none)");
+    else if (cl.tls.enabled)
+      r.error(t.get("send_proxy_protocol")->source(),
+              cw + ": send_proxy_protocol with tls is not built yet (the header goes before the "
+                   "TLS handshake)");
     else if (cl.protocol != "http1")
       r.error(t.get("send_proxy_protocol")->source(),
               cw + ": send_proxy_protocol needs protocol \"http1\": an h2c connection carries "

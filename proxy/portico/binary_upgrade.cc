@@ -61,9 +61,12 @@ core::expected<void, std::string> BinaryUpgrade::start(const std::vector<std::st
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
     return core::unexpected(std::string("pipe: ") + std::strerror(errno));
   std::vector<std::string> env_strings;
+  // WATCHDOG_PID names this process: the new one would take the watchdog for someone
+  // else's and never feed it once it is the service's main process.
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, kReadyEnv, std::strlen(kReadyEnv)) != 0 &&
-        std::strncmp(*e, kListenEnv, std::strlen(kListenEnv)) != 0)
+        std::strncmp(*e, kListenEnv, std::strlen(kListenEnv)) != 0 &&
+        std::strncmp(*e, "WATCHDOG_PID=", 13) != 0)
       env_strings.push_back(*e);
   env_strings.push_back(std::string(kReadyEnv) + "=" + std::to_string(pipe_fds[1]));
   env_strings.push_back(std::string(kListenEnv) + "=" + listen_env);

@@ -33,7 +33,7 @@ ListenerSockets::~ListenerSockets() {
 void ListenerSockets::close_entry(const Entry& e) const {
   for (int fd : e.fds)
     ::close(fd);
-  if (!e.unix_path.empty() && !handed_over_)
+  if (!e.unix_path.empty() && !handed_over_ && (!e.inherited || owns_inherited_))
     ::unlink(e.unix_path.c_str());
 }
 

@@ -39,6 +39,9 @@ public:
   // After a successful upgrade the new process owns the unix socket files: closing at exit
   // leaves them in place.
   void handed_over() { handed_over_ = true; }
+  // A process an upgrade started owns the unix socket files it inherited only once it serves:
+  // one that fails before leaves them to the old process, which still listens on them.
+  void take_ownership() { owns_inherited_ = true; }
 
 private:
   struct Entry {
@@ -51,6 +54,7 @@ private:
 
   std::map<std::string, Entry> by_key_; // config::socket_key, or "admin " + it
   bool handed_over_ = false;
+  bool owns_inherited_ = false;
 };
 
 } // namespace portico::proxy

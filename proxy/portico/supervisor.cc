@@ -145,9 +145,10 @@ int Supervisor::run() {
   sockets_->close_unused(current().config());
   log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers (pid %d)", workers_.size(),
              static_cast<int>(::getpid()));
-  if (upgrade_child_)
+  if (upgrade_child_) {
     announce_upgrade_ready(); // the old process tells systemd, and drains
-  else
+    sockets_->take_ownership();
+  } else
     sd::notify("READY=1\nSTATUS=serving with " + std::to_string(workers_.size()) + " workers");
   ev_run(loop_, 0);
   for (auto& w : workers_)
@@ -195,7 +196,9 @@ void Supervisor::reload() {
     log::write(log::Level::ERROR, log::Kind::GENERAL,
                "reload: %s; still serving the configuration loaded before",
                started.error().c_str());
-    sd::notify("READY=1\nSTATUS=reload failed; serving the previous configuration");
+    // Unless an earlier reload is still being applied: its READY=1 comes when it is.
+    if (current().workers_applied == worker_count_)
+      sd::notify("READY=1\nSTATUS=reload failed; serving the previous configuration");
   }
   // Otherwise READY=1 once every worker has switched (on_worker_progress).
 }

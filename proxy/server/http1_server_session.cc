@@ -453,6 +453,12 @@ void Http1ServerSession::start_tunnel(const http::ResponseHead& head) {
   ex_.request_ended_ = false;
   set_state(State::TUNNEL);
   conn_.want_input(); // bytes the client sent right after its handshake wait in the buffer
+  if (peer_eof_ && ex_.listener_) {
+    // The client shut its side while the handshake was under way: the tunnel starts half
+    // closed, and the upstream hears so.
+    ex_.request_ended_ = true;
+    ex_.listener_->on_request_end(ex_);
+  }
 }
 
 void Http1ServerSession::on_eof() {

@@ -55,10 +55,12 @@ void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFramin
   if (framing == BodyFraming::TUNNEL)
     parser_.start(false, true); // a 101 may answer it
   const std::string& pp = pool_.cluster().send_proxy_protocol;
-  if (!pp.empty() && requests_ == 1 && client.exchange) {
-    // The connection's first bytes name the client (such a connection is never pooled).
-    sockaddr_storage peer, local;
-    client.exchange->socket_addresses(peer, local);
+  if (!pp.empty() && requests_ == 1) {
+    // The connection's first bytes name the client (such a connection is never pooled); the
+    // proxy's own request (a health check) says LOCAL / UNKNOWN.
+    sockaddr_storage peer{}, local{};
+    if (client.exchange)
+      client.exchange->socket_addresses(peer, local);
     out_.append(pp == "v2" ? server::proxy_protocol::encode_v2(peer, local)
                            : server::proxy_protocol::encode_v1(peer, local));
   }
@@ -239,9 +241,12 @@ void Http1UpstreamConnection::resume_reading() {
   reading_paused_ = false;
   last_read_ = ev_now(pool_.loop());
   ev_io_start(pool_.loop(), &rev_);
-  // Bytes that arrived before the pause and were not parsed yet.
+  // Bytes that arrived before the pause and were not parsed yet, or that OpenSSL decrypted
+  // and holds (the socket will not signal those).
   if (in_ && in_->readable() > 0)
     on_readable();
+  else
+    reread_pending_tls();
 }
 
 Http1UpstreamConnection::Read Http1UpstreamConnection::read_bytes(char* buf, size_t len,
@@ -422,6 +427,10 @@ void Http1UpstreamConnection::on_timer() {
 }
 
 void Http1UpstreamConnection::on_response_head(http::UpstreamResponseHead& head) {
+  // A 101 opens the tunnel before the client hears of it: what the client does on hearing it
+  // (its side already shut: end_request) is the tunnel's.
+  if (parser_.upgraded())
+    tunnel_ = true;
   if (client_)
     client_->on_upstream_head(head);
 }

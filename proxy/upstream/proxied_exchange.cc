@@ -145,7 +145,9 @@ void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
   // The body so far, all of it: what arrived while queued (up to a client's flow-control
   // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
   // Sent without draining while it may be needed once more.
-  replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
+  // A tunnel's bytes wait for its 101 (open_tunnel): before it they would be read as HTTP.
+  if (framing_ != BodyFraming::TUNNEL)
+    replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
   if (!replayable_)
     replay_.clear();
   if (request_ended_)
@@ -169,22 +171,24 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
     return;
   route_metrics_.bytes_received.inc(data.size());
   bytes_in_ += data.size();
-  if (replayable_ || !up_) {
-    if (up_ && replay_.size() + data.size() > kReplayLimit) {
+  bool before_101 = framing_ == BodyFraming::TUNNEL && !tunnel_; // held, never dropped
+  if (replayable_ || !up_ || before_101) {
+    if (up_ && !before_101 && replay_.size() + data.size() > kReplayLimit) {
       replayable_ = false; // too large to keep: this request will not be retried
       replay_.clear();
     } else {
       replay_.append(data);
     }
   }
-  if (up_) {
+  if (up_ && (framing_ != BodyFraming::TUNNEL || tunnel_)) {
     write_body(data);
     if (up_->buffered() > kUpstreamHigh && !client_paused_) {
       client_paused_ = true;
       ex.pause_request_body();
     }
   } else if (replay_.size() > kReplayLimit && !client_paused_) {
-    // Waiting for a connection: hold the client back rather than buffer without bound.
+    // Waiting for a connection (or a tunnel's 101): hold the client back rather than buffer
+    // without bound.
     client_paused_ = true;
     ex.pause_request_body();
   }
@@ -246,6 +250,15 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     open_tunnel(h, fields);
     return;
   }
+  if (framing_ == BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2 &&
+      h.status < 300) {
+    // An HTTP/2 client takes a 2xx to its extended CONNECT as the tunnel open (RFC 8441 5):
+    // an upstream that answered without switching protocols did not open one.
+    up_->detach();
+    up_ = nullptr;
+    fail(502);
+    return;
+  }
   head.more = fields;
   set_state(State::RESPONSE);
   answered_by_ = metrics::AnsweredBy::UPSTREAM;
@@ -268,7 +281,13 @@ void ProxiedExchange::open_tunnel(const http::UpstreamResponseHead& h,
   cluster_.metrics().first_byte.observe(first_byte_);
   tunnel_ = true;
   replayable_ = false; // nothing is sent twice once the upstream has switched protocols
+  // What the client sent before the 101 goes now, as the tunnel's first bytes.
+  replay_.for_each_run([&](std::string_view run) { up_->send_body(run); });
   replay_.clear();
+  if (client_paused_) {
+    client_paused_ = false;
+    ex_.resume_request_body();
+  }
   up_->set_tunnel_timeout(tunnel_timeout_);
   http::ResponseHead head;
   head.content_length = -1;

@@ -149,8 +149,15 @@ void Router::on_request(server::Exchange& ex) {
     // The header scans only where they can matter: a WebSocket route, or an extended CONNECT.
     double tunnel = 0;
     if (r.websocket) {
-      if (req.is_websocket_upgrade())
+      if (req.is_websocket_upgrade()) {
+        // A handshake has no body (RFC 6455 4.1); one sent anyway would reach the upstream
+        // as bytes after the head, where a server that declines the upgrade reads HTTP.
+        if (req.version != http::Version::HTTP_2 && req.has_body()) {
+          reject(ex, i, 400, "a WebSocket handshake has no body\n");
+          return;
+        }
         tunnel = r.upgrade_timeout;
+      }
     } else if (!req.protocol.empty() && req.is_websocket_upgrade()) {
       // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
       // extended CONNECT has no such reading.

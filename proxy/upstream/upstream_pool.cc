@@ -38,6 +38,10 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
 
 UpstreamPool::~UpstreamPool() {
   stop_health_checks(); // first: it holds a place in the queue or a stream
+  // A removed address's failures are not the endpoint's any more (the gauge is set, not
+  // added: the pools of a name share it).
+  if (connect_failures_ > 0)
+    gauges_.connect_failures.set(0);
   ev_timer_stop(loop_, &queue_timer_);
   conns_->close_all();
   // The closed connections are disposed of: destroyed now, while what they point to lives.

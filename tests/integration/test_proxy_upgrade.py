@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import unittest
@@ -88,6 +89,31 @@ class Upgrade(unittest.TestCase):
         # Served by the new process alone from here on.
         self.assertEqual(harness.http_get(self.proxy.port)[0], 200)
         self.assertTrue(harness.pid_alive(new_pid))
+
+    def test_a_new_process_that_fails_leaves_the_old_ones_socket_files(self):
+        # The old process listens on a unix socket too; the new one inherits it, then fails
+        # on a listener the file now adds whose port is taken. It must not take the socket
+        # file (the old process still listens on it) nor the pid file with it.
+        sock_path = os.path.join(self.tmp, "p.sock")
+        with open(self.proxy.config_path, "a") as f:
+            f.write(f'\n[[listener]]\naddress = "unix:{sock_path}"\n')
+        self.proxy.stop()
+        self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2, binary=self.binary,
+                           server_options={"pid_file": toml_string(self.pid_file)},
+                           extra_config=f'[[listener]]\naddress = "unix:{sock_path}"\n')
+        wait_until(lambda: harness.unix_socket_open(sock_path), what="the unix listener")
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        self.addCleanup(busy.close)
+        with open(self.proxy.config_path, "a") as f:
+            f.write(f'\n[[listener]]\naddress = "127.0.0.1:{busy.getsockname()[1]}"\n')
+        os.kill(self.proxy.pid, signal.SIGUSR2)
+        wait_until(lambda: "before it was ready; still serving" in self.proxy.read_log(),
+                   what="the failed upgrade")
+        self.assertTrue(os.path.exists(sock_path))
+        self.assertTrue(harness.unix_socket_open(sock_path))
+        self.assertEqual(self.pid_in_file(), self.proxy.pid)
 
     def test_a_binary_that_cannot_start_leaves_the_old_one_serving(self):
         os.remove(self.binary)

@@ -56,7 +56,10 @@ class WebSocket(unittest.TestCase):
             "upgrade_timeout = 1", "",
             "[[route]]", 'path_prefix = "/slow"', 'cluster = "ws"', "websocket = true", "",
             "[[route]]", 'path_prefix = "/reject"', 'cluster = "ws"', "websocket = true", "",
-            "[[route]]", 'path_prefix = "/plain"', 'cluster = "ws"', ""])
+            "[[route]]", 'path_prefix = "/plain"', 'cluster = "ws"', "",
+            "[[cluster]]", 'name = "plainhttp"', f'endpoints = ["127.0.0.1:{self.backend.port}"]',
+            "", "[[route]]", 'path_prefix = "/h1only"', 'cluster = "plainhttp"',
+            'prefix_rewrite = "/hello"', "websocket = true", ""])
         self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=2, routes_first=routes)
         self.addCleanup(self.proxy.stop)
         self.url = f"ws://127.0.0.1:{self.proxy.port}"
@@ -117,6 +120,26 @@ class WebSocket(unittest.TestCase):
         with self.assertRaises(websockets.exceptions.InvalidStatusCode) as e:
             run(talk())
         self.assertEqual(e.exception.status_code, 426)
+
+    def test_a_handshake_with_a_body_is_refused(self):
+        # A body on the handshake would reach the upstream after the head, raw: a server that
+        # declines the upgrade would read it as a second request (smuggled past the routes).
+        smuggled = b"GET /admin HTTP/1.1\r\nHost: x\r\n\r\n"
+        head = (b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                b"Content-Length: " + str(len(smuggled)).encode() + b"\r\n\r\n")
+        with socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10) as s, \
+                s.makefile("rb") as f:
+            s.sendall(head + smuggled)
+            r = harness.read_http1_response(f)
+        self.assertEqual(r.status, 400)
+
+    def test_an_h2_connect_the_upstream_does_not_upgrade_is_not_a_tunnel(self):
+        # Bytes sent before the 200 wait for it; an upstream that answers the handshake with
+        # a 2xx of its own (no 101) opened no tunnel: 502, not a 200 the client would take
+        # for one.
+        with H2Client(self.proxy.port) as c:
+            self.assertEqual(c.connect("/h1only")[0], "502")
 
     def test_an_idle_tunnel_closes_after_upgrade_timeout(self):
         async def talk():
