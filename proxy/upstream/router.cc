@@ -128,9 +128,47 @@ bool Router::host_matches(std::string_view pattern, std::string_view authority) 
   return http::iequals(pattern, authority);
 }
 
+std::string_view Router::matching_path(std::string_view path, std::string& scratch) {
+  if (path.find("/.") == std::string_view::npos && path.find("//") == std::string_view::npos &&
+      path.find('%') == std::string_view::npos)
+    return path; // nearly every request: nothing to resolve
+  thread_local std::string decoded;
+  decoded.clear();
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && path[i + 1] == '2' &&
+        (path[i + 2] == 'e' || path[i + 2] == 'E')) {
+      decoded.push_back('.');
+      i += 2;
+    } else {
+      decoded.push_back(path[i]);
+    }
+  }
+  // Segments, with "." dropped, ".." taking the one before, empty ones merged.
+  scratch.clear();
+  size_t at = 0;
+  while (at < decoded.size()) {
+    size_t end = decoded.find('/', at + 1);
+    if (end == std::string::npos)
+      end = decoded.size();
+    std::string_view seg(decoded.data() + at + 1, end - at - 1); // after its '/'
+    if (seg == "..") {
+      size_t cut = scratch.rfind('/');
+      scratch.resize(cut == std::string::npos ? 0 : cut);
+    } else if (!seg.empty() && seg != ".") {
+      scratch.push_back('/');
+      scratch.append(seg);
+    }
+    at = end;
+  }
+  if (scratch.empty() || (!decoded.empty() && decoded.back() == '/'))
+    scratch.push_back('/'); // "/a/" stays a directory, "/.." the root
+  return scratch;
+}
+
 void Router::on_request(server::Exchange& ex) {
   const auto& req = ex.request();
-  std::string_view path = req.path();
+  thread_local std::string normalized;
+  std::string_view path = matching_path(req.path(), normalized);
   for (size_t i = 0; i < cfg_.routes.size(); ++i) {
     const auto& r = cfg_.routes[i];
     if (!matches(r, compiled_[i], ex, path))

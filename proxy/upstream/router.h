@@ -30,6 +30,11 @@ public:
   // A route's host pattern against a request authority (port ignored): exact, or
   // "*.example.com" for any subdomain.
   static bool host_matches(std::string_view pattern, std::string_view authority);
+  // The path routes are matched against: as sent, unless it has dot segments ("/a/../b"),
+  // empty ones ("//") or an encoded dot ("%2e"), which the upstream would resolve to another
+  // path than the one a route saw (a way past a route used to deny): then with those resolved
+  // (RFC 3986 5.2.4), into scratch. The request goes upstream as it was sent.
+  static std::string_view matching_path(std::string_view path, std::string& scratch);
 
   ~Router() override;
 

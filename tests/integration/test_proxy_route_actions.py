@@ -11,6 +11,10 @@ from proxy_harness import Proxy
 
 ROUTES = r"""
 [[route]]
+path_prefix = "/private/"
+direct_response = { status = 403, body = "no\n" }
+
+[[route]]
 scheme = "http"
 host = "secure.test"
 redirect = { scheme = "https", code = 301 }
@@ -73,6 +77,13 @@ class RouteActions(unittest.TestCase):
         self.assertEqual(r.header("content-type"), "text/x-test")
         self.assertEqual(get(self.proxy.port, "/users/ab/profile").status, 404)  # not [0-9]+
         self.assertEqual(get(self.proxy.port, "/users/42/profile/x").status, 404)  # whole path
+
+    def test_dot_segments_cannot_slip_past_a_route(self):
+        # The upstream would resolve these to /private/x: so does the route match.
+        for path in ("/public/../private/x", "/public/%2e%2e/private/x", "//private/x",
+                     "/./private/x"):
+            self.assertEqual(get(self.proxy.port, path).status, 403, path)
+        self.assertEqual(get(self.proxy.port, "/private-not/x").status, 404)
 
     def test_rewrite_and_fields(self):
         r = get(self.proxy.port, "/api/headers?q=1", extra=b"X-Secret: s\r\nX-Kept: k\r\n")

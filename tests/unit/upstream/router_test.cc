@@ -17,6 +17,19 @@ TEST(Router, HostPatterns) {
   EXPECT_TRUE(Router::host_matches("[::1]", "[::1]:80"));
 }
 
+TEST(Router, MatchingPathResolvesWhatTheUpstreamWould) {
+  std::string scratch;
+  auto m = [&](std::string_view p) { return std::string(Router::matching_path(p, scratch)); };
+  EXPECT_EQ(m("/a/b"), "/a/b");
+  EXPECT_EQ(m("/public/../admin"), "/admin");
+  EXPECT_EQ(m("/public/%2e%2E/admin"), "/admin");
+  EXPECT_EQ(m("/a/./b//c"), "/a/b/c");
+  EXPECT_EQ(m("/../../etc"), "/etc");
+  EXPECT_EQ(m("/a/b/"), "/a/b/");
+  EXPECT_EQ(m("/a/.."), "/");
+  EXPECT_EQ(m("/%41"), "/%41"); // only an encoded dot is decoded
+}
+
 TEST(Cluster, ConnectionLimitShares) {
   EXPECT_EQ(Cluster::share(0, 0, 4), 0);
   EXPECT_EQ(Cluster::share(4, 0, 2) + Cluster::share(4, 1, 2), 4);
