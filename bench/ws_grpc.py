@@ -15,7 +15,7 @@ as an error. Before and after each measurement python3-websockets / python3-grpc
 calls through the proxy. The proxy is pinned to CPU 0, client and origin to CPU 1 (bench/run's
 placement); each proxy is started fresh for each measurement, one worker, no access log.
 """
-import argparse, asyncio, os, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, asyncio, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 import urllib.request
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -447,7 +447,15 @@ def main():
                                 f"the start, binary built {built} UTC, copied for the run")
     versions.update(h2load=first_line(["h2load", "--version"]), **{
         "origins, WebSocket client": f"this script's C, {first_line(['gcc', '--version'])} -O2"})
-    started, results, failures, origins = time.time(), [], [], {}
+    started, results, failures, origins, done = time.time(), [], [], {}, []
+
+    def write():  # after every measurement: a run stopped half-way still leaves its figures
+        if results:
+            text = report(results, failures, a, names, versions, (time.time() - started) / 60)
+            with open(a.output, "w") as f:
+                f.write(text + ("" if done else "\n**Partial: the run did not finish.**\n"))
+            return text
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("ws_grpc.py: SIGTERM, stopping"))
     try:
         for kind in a.workloads:
             port = free_port()
@@ -471,14 +479,13 @@ def main():
                         f"{r['cpu1_pct']:.0f} %, others {r['oth_pct']:.0f} %, errors "
                         f"{int(r['errors'])}")
                     results.append(r)
+                    write()
+        done.append(True)
     finally:
         for o in origins.values():
             o.stop()
-        if results:
-            text = report(results, failures, a, names, versions, (time.time() - started) / 60)
-            with open(a.output, "w") as f:
-                f.write(text)
-            print(text)
+        text = write()
+        print(text or "no measurement finished")
         if a.keep_tmp or failures:
             log(f"kept {a.tmp}")
         else:
