@@ -26,6 +26,12 @@ const char* TlsSession::verify_error() const {
   return r == X509_V_OK ? nullptr : X509_verify_cert_error_string(r);
 }
 
+const char* TlsSession::failure_reason() const {
+  if (const char* v = verify_error())
+    return v;
+  return last_error_ ? last_error_ : "the peer closed the connection";
+}
+
 TlsSession::~TlsSession() {
   SSL_free(ssl_);
 }

@@ -43,6 +43,8 @@ public:
   SSL_SESSION* resumable_session() const;
   // Why the peer's certificate was refused ("certificate has expired"), or null.
   const char* verify_error() const;
+  // Why a handshake failed, for the log: the certificate's fault, OpenSSL's, or the close.
+  const char* failure_reason() const;
   // OpenSSL's reason for the last ERROR ("wrong version number"), or null.
   const char* last_error() const { return last_error_; }
 

@@ -1,10 +1,8 @@
 #include "upstream/http1_upstream_connection.h"
 
-#include "core/error_log.h"
 #include "http/http1_writer.h"
 #include "server/exchange.h"
 #include "server/proxy_protocol.h"
-#include "tls/upstream_tls_context.h"
 #include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
@@ -179,14 +177,12 @@ void Http1UpstreamConnection::on_connected() {
     fail(UpstreamError::CONNECT_REFUSED);
     return;
   }
-  if (SSL_CTX* ctx = pool_.tls()) {
-    SSL* ssl = tls::new_client_ssl(ctx, fd_, pool_.tls_server_name(), pool_.cluster().tls.verify,
-                                   pool_.tls_session());
-    if (!ssl) {
+  if (pool_.tls()) {
+    tls_ = pool_.start_tls(fd_);
+    if (!tls_) {
       fail(UpstreamError::LOCAL_RESOURCES);
       return;
     }
-    tls_ = std::make_unique<tls::TlsSession>(ssl);
     drive_handshake();
     return;
   }
@@ -204,16 +200,9 @@ void Http1UpstreamConnection::drive_handshake() {
   case tls::TlsSession::Io::CLOSED:
   case tls::TlsSession::Io::ERROR: break;
   }
-  const char* why = tls_->verify_error();
-  if (!why)
-    why = tls_->last_error() ? tls_->last_error() : "the upstream closed the connection";
-  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
-                   "TLS handshake with upstream %s (%s) failed: %s", pool_.endpoint().text.c_str(),
-                   pool_.tls_server_name().c_str(), why);
-  pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
+  pool_.tls_failed(tls_->failure_reason());
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
-  pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
   close();
   if (c)
     c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
@@ -249,20 +238,6 @@ void Http1UpstreamConnection::resume_reading() {
     reread_pending_tls();
 }
 
-Http1UpstreamConnection::Read Http1UpstreamConnection::read_bytes(char* buf, size_t len,
-                                                                  size_t* n) {
-  if (!tls_)
-    return read_once(buf, len, n);
-  switch (tls_->read(buf, len, n)) {
-  case tls::TlsSession::Io::OK: return Read::DATA;
-  case tls::TlsSession::Io::WANT_READ:
-  case tls::TlsSession::Io::WANT_WRITE: return Read::WOULD_BLOCK;
-  case tls::TlsSession::Io::CLOSED: return Read::END;
-  case tls::TlsSession::Io::ERROR: break;
-  }
-  return Read::FAILED;
-}
-
 void Http1UpstreamConnection::reread_pending_tls() {
   if (tls_ && tls_->pending() && state_ == State::ACTIVE && !reading_paused_)
     ev_feed_event(pool_.loop(), &rev_, EV_READ);
@@ -286,7 +261,7 @@ void Http1UpstreamConnection::on_readable() {
     // A TLS record may carry nothing for us (a session ticket); anything else ends it.
     char c;
     size_t n = 0;
-    Read r = read_bytes(&c, 1, &n);
+    Read r = read_once(tls_.get(), &c, 1, &n);
     if (r == Read::WOULD_BLOCK)
       return;
     if (r == Read::END)
@@ -316,7 +291,7 @@ void Http1UpstreamConnection::on_readable() {
       in_->begin = in_->end = 0;
     if (in_->readable() == 0) {
       size_t n = 0;
-      Read r = read_bytes(in_->data + in_->end, in_->writable(), &n);
+      Read r = read_once(tls_.get(), in_->data + in_->end, in_->writable(), &n);
       if (r == Read::WOULD_BLOCK)
         return;
       if (r == Read::FAILED) {
@@ -373,7 +348,7 @@ void Http1UpstreamConnection::read_tunnel() {
       in_ = core::BlockPool::local().get();
     in_->begin = in_->end = 0;
     size_t n = 0;
-    Read r = read_bytes(in_->data, in_->writable(), &n);
+    Read r = read_once(tls_.get(), in_->data, in_->writable(), &n);
     if (r == Read::WOULD_BLOCK)
       return;
     if (r == Read::FAILED) {

@@ -77,8 +77,6 @@ private:
   void drive_handshake();
   // The exchange-carrying half of on_connected, once the connection (and TLS) is up.
   void on_established();
-  // read_once(), or through TLS.
-  Read read_bytes(char* buf, size_t len, size_t* n);
   // OpenSSL holds decrypted bytes the socket will not signal: read again next iteration.
   void reread_pending_tls();
   void flush();

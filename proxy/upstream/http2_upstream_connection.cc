@@ -1,8 +1,5 @@
 #include "upstream/http2_upstream_connection.h"
 
-#include "core/error_log.h"
-#include "tls/upstream_tls_context.h"
-
 #include "http/nghttp2_check.h"
 #include "upstream/http2_connection_pool.h"
 #include "upstream/upstream_pool.h"
@@ -219,14 +216,12 @@ void Http2UpstreamConnection::on_connected() {
     close(UpstreamError::CONNECT_REFUSED);
     return;
   }
-  if (SSL_CTX* ctx = pool_.tls()) {
-    SSL* ssl = tls::new_client_ssl(ctx, fd_, pool_.tls_server_name(), pool_.cluster().tls.verify,
-                                   pool_.tls_session());
-    if (!ssl) {
+  if (pool_.tls()) {
+    tls_ = pool_.start_tls(fd_);
+    if (!tls_) {
       close(UpstreamError::LOCAL_RESOURCES);
       return;
     }
-    tls_ = std::make_unique<tls::TlsSession>(ssl);
     drive_handshake();
     return;
   }
@@ -249,17 +244,9 @@ void Http2UpstreamConnection::drive_handshake() {
     return;
   case tls::TlsSession::Io::WANT_WRITE: ev_io_start(pool_.loop(), &wev_); return;
   case tls::TlsSession::Io::CLOSED:
-  case tls::TlsSession::Io::ERROR:
-    why = tls_->verify_error();
-    if (!why)
-      why = tls_->last_error() ? tls_->last_error() : "the upstream closed the connection";
-    break;
+  case tls::TlsSession::Io::ERROR: why = tls_->failure_reason(); break;
   }
-  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
-                   "TLS handshake with upstream %s (%s) failed: %s", pool_.endpoint().text.c_str(),
-                   pool_.tls_server_name().c_str(), why);
-  pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
-  pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  pool_.tls_failed(why);
   close(UpstreamError::CONNECT_REFUSED);
 }
 
@@ -270,20 +257,6 @@ void Http2UpstreamConnection::keep_tls_session() {
     pool_.keep_tls_session(s);
     tls_session_kept_ = true;
   }
-}
-
-Http2UpstreamConnection::Read Http2UpstreamConnection::read_bytes(char* buf, size_t len,
-                                                                  size_t* n) {
-  if (!tls_)
-    return read_once(buf, len, n);
-  switch (tls_->read(buf, len, n)) {
-  case tls::TlsSession::Io::OK: return Read::DATA;
-  case tls::TlsSession::Io::WANT_READ:
-  case tls::TlsSession::Io::WANT_WRITE: return Read::WOULD_BLOCK;
-  case tls::TlsSession::Io::CLOSED: return Read::END;
-  case tls::TlsSession::Io::ERROR: break;
-  }
-  return Read::FAILED;
 }
 
 void Http2UpstreamConnection::on_established() {
@@ -309,7 +282,7 @@ void Http2UpstreamConnection::on_readable() {
     if (!in_)
       in_ = core::BlockPool::local().get();
     size_t n = 0;
-    Read r = read_bytes(in_->data, core::kBlockSize, &n);
+    Read r = read_once(tls_.get(), in_->data, core::kBlockSize, &n);
     if (r == Read::WOULD_BLOCK)
       break;
     if (r != Read::DATA) {

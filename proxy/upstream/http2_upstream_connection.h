@@ -70,7 +70,6 @@ private:
   // TLS ([[cluster]] tls, ALPN h2): the handshake after connect(2), within connect_timeout.
   void drive_handshake();
   void on_established();
-  Read read_bytes(char* buf, size_t len, size_t* n);
   void keep_tls_session();
   void flush();
   void end_response(Http2UpstreamStream& st);

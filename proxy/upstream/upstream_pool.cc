@@ -6,6 +6,7 @@
 #include "upstream/http2_connection_pool.h"
 
 #include "core/error_log.h"
+#include "tls/upstream_tls_context.h"
 
 #include <cerrno>
 #include <cstring>
@@ -55,6 +56,19 @@ UpstreamPool::~UpstreamPool() {
     SSL_SESSION_free(tls_session_);
   if (tls_)
     SSL_CTX_free(tls_);
+}
+
+std::unique_ptr<tls::TlsSession> UpstreamPool::start_tls(int fd) const {
+  SSL* ssl = tls::new_client_ssl(tls_, fd, tls_server_name_, cluster_.tls.verify, tls_session_);
+  return ssl ? std::make_unique<tls::TlsSession>(ssl) : nullptr;
+}
+
+void UpstreamPool::tls_failed(const char* why) {
+  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
+                   "TLS handshake with upstream %s (%s) failed: %s", spec_.text.c_str(),
+                   tls_server_name_.c_str(), why);
+  note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
+  metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
 }
 
 void UpstreamPool::keep_tls_session(SSL_SESSION* s) {

@@ -8,6 +8,7 @@
 #include "core/deferred_queue.h"
 #include "core/intrusive_list.h"
 #include "metrics/worker_metrics.h"
+#include "tls/tls_session.h"
 #include "upstream/connection_pool.h"
 #include "upstream/upstream_endpoint.h"
 #include "upstream/upstream_stream_listener.h"
@@ -57,6 +58,11 @@ public:
   const std::string& tls_server_name() const { return tls_server_name_; }
   SSL_SESSION* tls_session() const { return tls_session_; }
   void keep_tls_session(SSL_SESSION* s); // takes the reference
+  // A client session on a connected fd: the context, name, verification and session to
+  // resume are this endpoint's. Null when OpenSSL fails.
+  std::unique_ptr<tls::TlsSession> start_tls(int fd) const;
+  // A connection's handshake failed (why): logged, the endpoint held down, counted.
+  void tls_failed(const char* why);
   // The endpoint's address, once known (a name waits for the resolver; requests queue).
   void set_address(const SocketAddress& a);
   bool has_address() const { return has_address_; }
