@@ -3,46 +3,12 @@ times in a row gets no new request, and comes back after `healthy` passes; with 
 failing the cluster fails open (Envoy's panic mode) rather than refusing everything; the state
 is in /status, in a metric and in the error log. Checked over HTTP/1.1 against two Python
 origins whose /healthz the test turns bad and good, and over h2c against portico-backend."""
-import http.server
-import socketserver
-import threading
 import unittest
 
 import harness
 from harness import wait_until
+from named_origin import NamedOrigin
 from proxy_harness import Proxy, toml_string
-
-
-class Origin:
-    def __init__(self, name):
-        self.port = harness.free_port()
-        self.bad = False
-        origin = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                status = 503 if self.path == "/healthz" and origin.bad else 200
-                body = name.encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 CHECK = ('health_check = { path = "/healthz", interval = 0.1, timeout = 1, healthy = 2, '
@@ -54,7 +20,7 @@ class HealthChecks(unittest.TestCase):
         return {harness.http_get(proxy.port, "/")[1].decode() for _ in range(n)}
 
     def test_failing_address_is_passed_over_then_back(self):
-        a, b = Origin("a"), Origin("b")
+        a, b = NamedOrigin("a"), NamedOrigin("b")
         self.addCleanup(a.stop)
         self.addCleanup(b.stop)
         p = Proxy(["127.0.0.1:9"], workers=1, catch_all=False, routes_first="\n".join([

@@ -3,53 +3,19 @@ more to the faster of three endpoints that answer at different speeds; smooth we
 robin gives 3:1:1 weights exactly their shares; random_two (two picked by weight, the less
 loaded taken) follows the weights. Endpoints are `{ address, weight }` or plain strings."""
 import collections
-import http.server
-import socketserver
 import threading
-import time
 import unittest
 
 import harness
+from named_origin import NamedOrigin
 from proxy_harness import Proxy, toml_string
-
-
-class Origin:
-    """Answers with its name after delay seconds."""
-
-    def __init__(self, name, delay):
-        self.port = harness.free_port()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                time.sleep(delay)
-                body = name.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class LoadBalancing(unittest.TestCase):
     def origins(self, delays):
         out = {}
         for name, delay in delays.items():
-            out[name] = Origin(name, delay)
+            out[name] = NamedOrigin(name, delay=delay)
             self.addCleanup(out[name].stop)
         return out
 

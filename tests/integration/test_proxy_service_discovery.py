@@ -3,48 +3,14 @@ pool each, re-resolved when the answer's TTL runs out, as a Kubernetes headless 
 needs. Against a DNS server on loopback whose answers the test changes ([server] resolvers):
 scale up (every new address gets requests), scale down (a removed address gets no new
 request, and the request under way on it finishes), and names mixed with addresses."""
-import http.server
-import socketserver
 import threading
-import time
 import unittest
 
 import harness
 from fake_dns import FakeDns
 from harness import wait_until
+from named_origin import NamedOrigin
 from proxy_harness import Proxy, toml_string
-
-
-class Origin:
-    """An HTTP server on one loopback address that says which it is; /slow takes a second."""
-
-    def __init__(self, address, port):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                if self.path.startswith("/slow"):
-                    time.sleep(1)
-                body = address.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server((address, port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class ServiceDiscovery(unittest.TestCase):
@@ -53,7 +19,7 @@ class ServiceDiscovery(unittest.TestCase):
         self.origins = {}
         for i in range(1, 5):
             a = f"127.0.0.{i}"
-            self.origins[a] = Origin(a, self.port)
+            self.origins[a] = NamedOrigin(a, host=a, port=self.port)
             self.addCleanup(self.origins[a].stop)
         self.dns = FakeDns(ttl=1)
         self.addCleanup(self.dns.stop)
