@@ -260,25 +260,23 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     return;
   }
   head.more = fields;
+  response_began(h.status);
+  ex_.send_head(head);
+}
+
+void ProxiedExchange::response_began(int status) {
   set_state(State::RESPONSE);
   answered_by_ = metrics::AnsweredBy::UPSTREAM;
-  status_ = h.status;
+  status_ = status;
   first_byte_ = ev_time() - phase_at_;
   if (up_ && up_->first_on_connection())
     connect_ = up_->connect_seconds(); // a fresh connection: its connect is this request's
   cluster_.metrics().first_byte.observe(first_byte_);
-  ex_.send_head(head);
 }
 
 void ProxiedExchange::open_tunnel(const http::UpstreamResponseHead& h,
                                   std::span<const http::Header> fields) {
-  set_state(State::RESPONSE);
-  answered_by_ = metrics::AnsweredBy::UPSTREAM;
-  status_ = 101;
-  first_byte_ = ev_time() - phase_at_;
-  if (up_ && up_->first_on_connection())
-    connect_ = up_->connect_seconds();
-  cluster_.metrics().first_byte.observe(first_byte_);
+  response_began(101);
   tunnel_ = true;
   replayable_ = false; // nothing is sent twice once the upstream has switched protocols
   // What the client sent before the 101 goes now, as the tunnel's first bytes.

@@ -91,6 +91,8 @@ private:
   // grpc-timeout ran out: a 504 (DEADLINE_EXCEEDED) before the response began, a reset after.
   static void deadline_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_deadline();
+  // The upstream's response head came: the exchange's state, its status and timings.
+  void response_began(int status);
   // The upstream's 101 to a TUNNEL request: the client's side opens too.
   void open_tunnel(const http::UpstreamResponseHead& h, std::span<const http::Header> fields);
 
