@@ -72,6 +72,17 @@ class FrameReader(threading.Thread):
             pass
         self.closed.set()
 
+    def wait_stream_end(self, sid, timeout=10):
+        """True once the server has ended stream sid (a frame with END_STREAM, or RST_STREAM)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(s == sid and (t == RST_STREAM or (t in (DATA, HEADERS) and f & END_STREAM))
+                   for t, f, s, _ in list(self.frames)):
+                return True
+            if self.closed.wait(0.01):
+                break
+        return False
+
     def goaway_codes(self):
         return [int.from_bytes(p[4:8], "big") for t, _, _, p in self.frames if t == GOAWAY]
 
@@ -99,13 +110,19 @@ class H2Floods(unittest.TestCase):
         s.sendall(PREFACE + frame(SETTINGS, 0, 0))
         return s, FrameReader(self, s)
 
-    def flood(self, opening, frames, expect=(ENHANCE_YOUR_CALM,)):
+    def flood(self, opening, frames, expect=(ENHANCE_YOUR_CALM,), after_stream_end=None):
         """Sends opening, then frames (one bytes object), on a fresh connection; expects a
-        GOAWAY with one of the codes in expect, then the close, for little CPU."""
+        GOAWAY with one of the codes in expect, then the close, for little CPU.
+        after_stream_end: a stream id the server must have ended before the frames go."""
         cpu = harness.cpu_seconds(self.proxy.pid)
         sent_before = goaways_sent(self.proxy)
         s, reader = self.connect()
         try:
+            if after_stream_end is not None:
+                s.sendall(opening)
+                self.assertTrue(reader.wait_stream_end(after_stream_end),
+                                f"stream {after_stream_end} never ended")
+                opening = b""
             s.sendall(opening + frames)
         except OSError:
             pass  # closed while we were still sending: what this test wants
@@ -130,9 +147,12 @@ class H2Floods(unittest.TestCase):
                    expect=(ENHANCE_YOUR_CALM, PROTOCOL_ERROR))
 
     def test_window_updates_for_closed_streams(self):
-        # nghttp2 drops these silently; the budget does not.
+        # nghttp2 drops these silently; the budget does not. The stream must be closed first:
+        # while its response is on its way the updates are legitimate (a loaded machine once
+        # read the whole flood before the origin answered).
         opening = frame(HEADERS, END_HEADERS | END_STREAM, 1, request_block())
-        self.flood(opening, frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1)) * FLOOD)
+        self.flood(opening, frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1)) * FLOOD,
+                   after_stream_end=1)
 
     def test_rapid_reset(self):
         frames = b"".join(
