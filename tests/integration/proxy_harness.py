@@ -1,6 +1,7 @@
 """Starting portico for integration tests: a config written into a temporary directory,
 loopback ports picked here, a self-signed certificate made on the spot when TLS is asked for,
 and the process stopped by its PID when the test ends."""
+import json
 import os
 import shutil
 import signal
@@ -85,12 +86,25 @@ class Proxy:
                 what=f"portico on port {self.port}")
             if self.process.proc.poll() is not None:
                 raise AssertionError(f"portico exited: {self.process.read_log()}")
+            # The port may answer for another test's process that picked the same free port
+            # (SO_REUSEPORT lets two bind it); this process's own admin names its pid.
+            harness.wait_until(lambda: self.process.proc.poll() is not None or
+                               self._admin_pid() == self.process.pid,
+                               what=f"portico's admin on port {self.admin_port}")
+            if self.process.proc.poll() is not None:
+                raise AssertionError(f"portico exited: {self.process.read_log()}")
             if tls:
                 harness.wait_until(lambda: harness.port_open("127.0.0.1", self.tls_port),
                                    what="portico TLS port")
         except BaseException:
             self.stop()
             raise
+
+    def _admin_pid(self):
+        try:
+            return json.loads(self.admin("/status")).get("pid")
+        except (OSError, ValueError):
+            return None
 
     @property
     def pid(self):
