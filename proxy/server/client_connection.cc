@@ -343,6 +343,14 @@ void ClientConnection::on_readable() {
       close_now();
     break;
   }
+  // What these reads produced leaves now, before the loop reads the next ready connection:
+  // responses a handler gave at once (hello, a static file, an admin page) must not wait
+  // for every other connection's reads, or at -c100 -m100 ten thousand answered streams
+  // (their nghttp2 state, exchanges and buffers) pile up within one pass. Work that comes
+  // later in the pass (a proxied response) still leaves in the deferred flush.
+  if (close_state_ == CloseState::OPEN &&
+      (!output_.empty() || (session_ && session_->output_waiting())))
+    flush();
 }
 
 bool ClientConnection::detect_protocol() {

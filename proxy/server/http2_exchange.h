@@ -2,9 +2,9 @@
 // One HTTP/2 request stream as an Exchange. The response body waits in the stream's own queue
 // until nghttp2 schedules a DATA frame for it, so a slow stream never holds up the others.
 // Streams are recycled through a per-thread free list, arena blocks and all.
-#include "core/byte_queue.h"
 #include "core/intrusive_list.h"
 #include "server/exchange.h"
+#include "server/stream_body.h"
 
 #include <cstdint>
 #include <vector>
@@ -37,7 +37,7 @@ private:
   Http2ServerSession* session_ = nullptr;
   core::ListHook<Http2Exchange> hook_; // in the session's list of open streams
   int32_t id_ = 0;
-  core::ByteQueue body_;                        // response DATA not yet framed
+  StreamBody body_;                             // response DATA not yet framed
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends
   std::vector<http::Header> response_trailers_; // in the arena, until the last DATA is framed
   size_t header_bytes_ = 0;                     // request header section size, for the limit

@@ -548,7 +548,7 @@ int Http2ServerSession::send_data(nghttp2_session*, nghttp2_frame* f, const uint
   auto* st = static_cast<Http2Exchange*>(source->ptr);
   auto& out = me->conn_.output();
   out.append(framehd, 9);
-  out.move_from(st->body_, length);
+  st->body_.move_to(out, length);
   st->send_waiting_since_ = st->body_.empty() ? 0 : ev_now(me->conn_.loop());
   if (st->writable_wanted_ && st->body_.size() < Exchange::kLowWatermark) {
     st->writable_wanted_ = false;

@@ -29,6 +29,7 @@ public:
   void on_activate() override;
   size_t on_input(const char* data, size_t len) override;
   void on_eof() override;
+  bool output_waiting() const override { return nghttp2_session_want_write(session_) != 0; }
   void before_flush() override;
   void on_output_drained() override;
   bool idle() const override { return streams_.empty(); }

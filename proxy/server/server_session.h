@@ -18,6 +18,9 @@ public:
   virtual void on_eof() = 0;
   // Called just before output is flushed: a session that frames lazily (HTTP/2) writes now.
   virtual void before_flush() {}
+  // Frames are waiting to be written into the connection's output (HTTP/2: nghttp2 has
+  // something to send); an HTTP/1 session writes into the output directly.
+  virtual bool output_waiting() const { return false; }
   // The output queue shrank below the low watermark.
   virtual void on_output_drained() {}
   // No exchange is in progress: an idle timeout may close the connection.
