@@ -1,8 +1,11 @@
 """The reverse proxies of the proxy and stack suites, each in front of an origin.
 
-The origin (a portico-backend or starman started by the suite, not measured in the proxy suite)
-is given to every proxy as an Origin before it starts: a unix socket (the default: preforked
-workers on a unix socket, as the bench issue's workloads say) or a TCP port. Each proxy's config
+The origin (h2o or portico-backend in the proxy suite, not measured there; portico-backend or
+starman in the stack suite) is given to every proxy as an Origin before it starts: a unix
+socket (the default: preforked workers on a unix socket, as the bench issue's workloads say) or
+a TCP port. Each proxy talks to it in one upstream protocol, "h1" (HTTP/1.1 keep-alive) or
+"h2c" (HTTP/2 with prior knowledge), which is part of its row name, `nghttpx (h2c)`: a row is
+only compared with rows doing the same work. Each proxy's config
 comes from a template in bench/peers/ with the same tuning rules: the same number of worker
 threads or processes, no access log, keep-alive to the client and pooled keep-alive
 connections to the origin, room for 20k client connections, and a TLS listener (h2 and
@@ -56,15 +59,38 @@ def idle_connections_possible():
     return min(10000, (fd_limit() - 200) // 2)
 
 
+UPSTREAMS = {"h1": "HTTP/1.1 keep-alive", "h2c": "h2c (prior knowledge)"}
+
+
 class ProxySpec(ServerSpec):
+    """One proxy in one upstream mode. base: the proxy's name; the row is `base (upstream)`,
+    the key (for --servers) `base-upstream`. upstreams: the modes the proxy has."""
+
     apps = ("hello", "counter-mc", "bytes")
     not_applicable = {"counter-shm": "not in the proxy suite"}
     protocols = ("h1", "h2c", "tls")
+    base = "?"
+    upstreams = ("h1",)
 
-    def __init__(self, workers=1):
+    def __init__(self, workers=1, upstream="h1", base=None):
         super().__init__(workers)
+        if base:
+            self.base = base
+        if upstream not in self.upstreams:
+            raise ValueError(f"{self.base} has no {upstream} upstream")
+        self.upstream = upstream
+        self.name = f"{self.base} ({upstream})"
         self.origin = None  # an Origin, set by the suite once the origin runs
         self.tls = None  # servers.TlsFiles, set by the suite
+
+    @property
+    def key(self):
+        return f"{self.base}-{self.upstream}"
+
+    def no_counter(self, reason):
+        """The origin has no counter app: the counter workloads read n/a with reason."""
+        self.apps = tuple(a for a in self.apps if a != "counter-mc")
+        self.not_applicable = {**self.not_applicable, "counter-mc": reason}
 
     def _values(self, workdir, **extra):
         if self.origin is None or self.tls is None:
@@ -91,7 +117,7 @@ class NginxProxy(ProxySpec):
     starman: a worker serves one connection at a time and keeps it while requests come, so
     nginx's other pooled connections would wait in its accept queue until proxy_read_timeout)."""
 
-    name = "nginx"
+    base = "nginx"
     programs = ("nginx",)
 
     def __init__(self, workers=1, keepalive=True):
@@ -103,8 +129,8 @@ class NginxProxy(ProxySpec):
         return first_line(["nginx", "-v"]).replace("nginx version: ", "")
 
     def describe(self):
-        upstream = ("upstream keepalive 2048, proxy_http_version 1.1" if self.keepalive else
-                    "no upstream keepalive (one connection per request)")
+        upstream = ("HTTP/1.1 upstream, keepalive 2048, proxy_http_version 1.1" if
+                    self.keepalive else "no upstream keepalive (one connection per request)")
         return (f"peers/nginx-proxy.conf: worker_processes {self.workers}, {upstream}, "
                 "worker_connections = the fd limit; h2c on a second port, TLS (h2) on a third")
 
@@ -120,35 +146,46 @@ class NginxProxy(ProxySpec):
 
 
 class HAProxy(ProxySpec):
-    name = "haproxy"
+    base = "haproxy"
     programs = ("haproxy",)
+    upstreams = ("h1", "h2c")
 
     def version(self):
         return first_line(["haproxy", "-v"]).split(" - ")[0]
 
     def describe(self):
-        return (f"peers/haproxy.cfg: nbthread {self.workers}, one process (-db), http-reuse "
-                "always, maxconn (fd limit - 100) / 2; h1 and h2c on one port, TLS (h2) on a second")
+        proto = "`server ... proto h2` (h2c)" if self.upstream == "h2c" else "HTTP/1.1"
+        reason = ("; under h2load --h1 (h1-rate) `http-response set-status 200 reason OK`: "
+                  "a response that came over h2 has no reason phrase, HAProxy sends "
+                  "`HTTP/1.1 200 ` and h2load 1.52's HTTP/1.1 parser counts that as failed"
+                  if self.upstream == "h2c" else "")
+        return (f"peers/haproxy.cfg: nbthread {self.workers}, one process (-db), {proto} "
+                "upstream, http-reuse always, maxconn (fd limit - 100) / 2; h1 and h2c on one "
+                f"port, TLS (h2) on a second{reason}")
 
     def start(self, workdir, cpu, workload=None):
         port, tls_port = free_port(), free_port()
+        proto = " proto h2" if self.upstream == "h2c" else ""
+        rules = ("    http-response set-status 200 reason OK if { status 200 }\n"
+                 if self.upstream == "h2c" and workload is not None and workload.h1 else "")
         conf = render("haproxy.cfg", workdir, **self._values(workdir, port=port,
-                                                             tls_port=tls_port))
+                                                             tls_port=tls_port, proto=proto,
+                                                             response_rules=rules))
         return RunningServer(self, ["haproxy", "-db", "-f", conf], workdir,
                              {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
 
 class H2o(ProxySpec):
-    name = "h2o"
-    programs = ("h2o",)
+    base = "h2o"
+    programs = ("h2o",)  # h2o 2.2 proxies over HTTP/1.1 only
 
     def version(self):
         return first_line(["h2o", "--version"])
 
     def describe(self):
-        return (f"peers/h2o.conf: num-threads {self.workers}, proxy.reverse.url, "
-                "max-connections = the fd limit - 200, http2-idle-timeout 60; h1 and h2c on one port, TLS (h2) "
-                "on a second")
+        return (f"peers/h2o.conf: num-threads {self.workers}, proxy.reverse.url (HTTP/1.1; h2o "
+                "2.2 has no HTTP/2 upstream), max-connections = the fd limit - 200, "
+                "http2-idle-timeout 60; h1 and h2c on one port, TLS (h2) on a second")
 
     def start(self, workdir, cpu, workload=None):
         port, tls_port = free_port(), free_port()
@@ -158,8 +195,9 @@ class H2o(ProxySpec):
 
 
 class Nghttpx(ProxySpec):
-    name = "nghttpx"
+    base = "nghttpx"
     programs = ("nghttpx",)
+    upstreams = ("h1", "h2c")
     expected_children = 1  # the master forks one worker process (which runs the threads)
 
     def version(self):
@@ -167,13 +205,18 @@ class Nghttpx(ProxySpec):
 
     def describe(self):
         return (f"peers/nghttpx.conf: workers={self.workers} (threads in one worker process), "
-                "backend proto http/1.1, rlimit-nofile = the fd limit; h1 and h2c on one port, TLS (h2) "
-                "on a second")
+                f"backend proto={self.proto}, rlimit-nofile = the fd limit; h1 and h2c on one "
+                "port, TLS (h2) on a second")
+
+    @property
+    def proto(self):
+        return "h2" if self.upstream == "h2c" else "http/1.1"
 
     def start(self, workdir, cpu, workload=None):
         port, tls_port = free_port(), free_port()
         conf = render("nghttpx.conf", workdir, **self._values(workdir, port=port,
-                                                              tls_port=tls_port))
+                                                              tls_port=tls_port,
+                                                              proto=self.proto))
         return RunningServer(self, ["nghttpx", f"--conf={conf}"], workdir,
                              {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
@@ -181,22 +224,21 @@ class Nghttpx(ProxySpec):
 class PorticoProxy(ProxySpec):
     """Portico itself; its row reads n/a until the build tree has proxy/portico.
 
-    extra_toml is appended to the config (the portico-nometrics variant adds a [metrics] table);
-    such a variant reads n/a while `portico -t` rejects what it adds.
+    upstream "h2c" is the cluster's `protocol = "h2c"`. base names a variant (portico-nometrics);
+    extra_toml is appended to the config (the nometrics variant adds a [metrics] table); such a
+    variant reads n/a while `portico -t` rejects what it adds.
     """
 
-    name = "portico"
+    base = "portico"
+    upstreams = ("h1", "h2c")
 
-    def __init__(self, binary, workers=1, name=None, extra_toml="", only_workloads=None,
-                 note="", cluster_toml=""):
-        super().__init__(workers)
+    def __init__(self, binary, workers=1, upstream="h1", base=None, extra_toml="",
+                 only_workloads=None):
+        super().__init__(workers, upstream, base)
         self.binary = binary
         self.programs = (binary,)
         self.extra_toml = extra_toml
-        self.cluster_toml = cluster_toml  # more keys of the origin's [[cluster]]
-        self.note = note
-        if name:
-            self.name = name
+        self.cluster_toml = 'protocol = "h2c"' if upstream == "h2c" else ""
         if only_workloads is not None:
             self.only_workloads = set(only_workloads)
         self._unavailable = None
@@ -233,9 +275,9 @@ class PorticoProxy(ProxySpec):
             extra += f"; cluster `{self.cluster_toml.strip()}`"
         only = (f"; measured on {', '.join(sorted(self.only_workloads))} only"
                 if self.only_workloads else "")
-        return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), idle origin "
-                f"connections kept 60 s; h1 and h2c on one port, TLS (h2) on a second{extra}"
-                f"{only}{self.note}")
+        return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), "
+                f"{UPSTREAMS[self.upstream]} upstream, idle origin connections kept 60 s; h1 and "
+                f"h2c on one port, TLS (h2) on a second{extra}{only}")
 
     def start(self, workdir, cpu, workload=None):
         port, tls_port, admin_port = free_port(), free_port(), free_port()

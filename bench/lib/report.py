@@ -1,8 +1,11 @@
-"""The markdown report: medians per server and workload, ratios, targets, every round.
+"""The markdown report: medians per server and workload, ratios, every round.
 
 Each workload kind has its own table (TABLES): throughput (req/s, CPU µs/req, p50/p99), bytes
 (MB/s, CPU µs/MB), rate (p50/p99/p99.9 at a fixed rate), tls-new and tls-conns (conn/s, CPU
-µs/conn), idle (KiB of RSS per idle connection).
+µs/conn), idle (KiB of RSS per idle connection). Where the servers are proxies, a column says
+which protocol each one speaks to its origin, and the ratio columns divide by the reference or,
+in the proxy suite, by the best peer speaking the same upstream protocol. The target lines are
+lib/targets.py's; the plot lib/plot.py's.
 """
 import statistics
 
@@ -119,6 +122,10 @@ TABLES = {
         ("KiB/conn ÷ {ref}", _ratio_cell("kib_per_conn"))],
 }
 
+# Figures where higher is better (for "best peer"); every other ratio figure: lower is better.
+HIGHER_IS_BETTER = {"rps", "mb_s"}
+RATIO_KEYS = ("rps", "cpu_us", "mb_s", "cpu_us_per_mb", "p99", "kib_per_conn")
+
 # The figure that says "better" for each kind (lower is better), for the target lines.
 PRIMARY = {"throughput": ("cpu_us", "CPU/req"), "bytes": ("cpu_us_per_mb", "CPU/MB"),
            "rate": ("p99", "p99"), "tls-new": ("cpu_us", "CPU/conn"),
@@ -134,29 +141,77 @@ def _crash_note(failures, server, workload):
     return f"{len(lost)} round(s) lost ({reason.split(': ', 1)[-1].rstrip(':')[:60]})"
 
 
+def upstream_of(spec):
+    """The protocol a proxy row speaks to its origin ("h1", "h2c"), None for other servers."""
+    return getattr(spec, "upstream", None)
+
+
+def is_portico(name):
+    return name.startswith("portico")
+
+
+def best_peer(measurements, suite, workload, key, upstream, rnd=None):
+    """(name, value) of the best peer (not Portico nor a variant of it) on key among the rows
+    with this upstream protocol (any, for None): medians, or round rnd's own figures."""
+    names = [s.name for s in suite.servers if not is_portico(s.name)
+             and (upstream is None or upstream_of(s) == upstream)]
+    values = []
+    for name in names:
+        if rnd is None:
+            s = summarize(measurements, name, workload)
+            v = s and s.get(key)
+        else:
+            m = next((m for m in measurements if m.server == name and m.workload == workload
+                      and m.round == rnd), None)
+            v = m and _metric(m, key)
+        if v:
+            values.append((v, name))
+    if not values:
+        return None, None
+    v, name = (max if key in HIGHER_IS_BETTER else min)(values)
+    return name, v
+
+
+def _references(suite, workload, measurements):
+    """Per server: the summary-like dict its ratio columns divide by, and that column's name."""
+    if not suite.ratio_to_best_peer:
+        ref = summarize(measurements, suite.reference, workload.key)
+        return (lambda spec: ref), suite.reference
+    cache = {}
+
+    def ref(spec):
+        up = upstream_of(spec)
+        if up not in cache:
+            cache[up] = {k: best_peer(measurements, suite, workload.key, k, up)[1]
+                         for k in RATIO_KEYS}
+        return cache[up]
+    return ref, "best peer (same upstream)"
+
+
 def workload_table(suite, workload, measurements, failures=()):
-    ref = suite.reference
     columns = TABLES[workload.kind]
-    headers = ["server"] + [h.format(ref=ref) for h, _ in columns]
+    ref_of, ref_name = _references(suite, workload, measurements)
+    with_upstream = any(upstream_of(s) for s in suite.servers)
+    lead = ["server"] + (["upstream"] if with_upstream else [])
+    headers = lead + [h.format(ref=ref_name) for h, _ in columns]
     lines = [f"### {workload.title}", "", _row(headers),
-             _row("---:" if i else "---" for i in range(len(headers)))]
-    ref_sum = summarize(measurements, ref, workload.key)
+             _row("---:" if i >= len(lead) else "---" for i in range(len(headers)))]
     for spec in suite.servers:
+        first = [spec.name] + ([upstream_of(spec) or "–"] if with_upstream else [])
+        blank = [""] * (len(headers) - len(first) - 1)
         if not spec.supports(workload):
-            lines.append(_row([spec.name, f"n/a: {spec.why_not(workload)}"] +
-                              [""] * (len(headers) - 2)))
+            lines.append(_row(first + [f"n/a: {spec.why_not(workload)}"] + blank))
             continue
         s = summarize(measurements, spec.name, workload.key)
         crashed = _crash_note(failures, spec.name, workload.key)
         if s is None:
-            lines.append(_row([spec.name, f"CRASHED: {crashed}" if crashed else "not run"] +
-                              [""] * (len(headers) - 2)))
+            lines.append(_row(first + [f"CRASHED: {crashed}" if crashed else "not run"] + blank))
             continue
-        cells = [cell(s, ref_sum) for _, cell in columns]
+        cells = [cell(s, ref_of(spec)) for _, cell in columns]
         if crashed:
             at = next((i for i, (h, _) in enumerate(columns) if h == "errors"), len(cells) - 1)
             cells[at] += f"; CRASHED: {crashed}"
-        lines.append(_row([spec.name] + cells))
+        lines.append(_row(first + cells))
     lines.append("")
     return lines
 
@@ -224,139 +279,6 @@ def verdict(suite, measurements):
             f"{_fmt(_ratio(a['cpu_us'], best_cpu), 2)}×. Per round (same round, minutes "
             f"apart): req/s {', '.join(_fmt(r, 2) for r in rps_r)}; CPU/req "
             f"{', '.join(_fmt(c, 2) for c in cpu_r)}")
-    return lines
-
-
-def _peers(suite):
-    return [s.name for s in suite.servers if not s.name.startswith("portico")]
-
-
-def _best(measurements, names, workload, key, higher=False, rnd=None):
-    """(name, value) of the best of names on key: medians, or round rnd's own figures."""
-    values = []
-    for name in names:
-        if rnd is None:
-            s = summarize(measurements, name, workload)
-            v = s and s.get(key)
-        else:
-            m = next((m for m in measurements if m.server == name and m.workload == workload
-                      and m.round == rnd), None)
-            v = m and _metric(m, key)
-        if v:
-            values.append((v, name))
-    if not values:
-        return None, None
-    v, name = (max if higher else min)(values)
-    return name, v
-
-
-def _vs_best(measurements, suite, subject, workload, key, higher=False):
-    """(median ratio, best peer's name, per-round ratios against each round's best peer)."""
-    s = summarize(measurements, subject, workload)
-    if not s or s.get(key) is None:
-        return None, None, []
-    peers = _peers(suite)
-    name, best = _best(measurements, peers, workload, key, higher)
-    per_round = []
-    for m in measurements:
-        if m.server == subject and m.workload == workload:
-            _, b = _best(measurements, peers, workload, key, higher, rnd=m.round)
-            per_round.append(_ratio(_metric(m, key), b))
-    return _ratio(s[key], best), name, per_round
-
-
-def _rounds(values):
-    return ", ".join(_fmt(v, 2) for v in values) or "–"
-
-
-def _target(ratio, limit, higher):
-    if ratio is None:
-        return "–"
-    met = ratio >= limit if higher else ratio <= limit
-    return "ok" if met else "NOT MET"
-
-
-def proxy_targets(suite, measurements):
-    """The bench issue's targets for Portico against the best peer of the same run."""
-    subject = suite.subject
-    keys = {w.key: w for w in suite.workloads}
-    lines = ["Targets (bench issue), Portico against the best peer of this run on the medians; "
-             "per round: against that round's best peer.", ""]
-    for key in ("h1-hello", "h2c-hello-m1", "h2c-hello-m10", "h2c-hello-m100"):
-        if key not in keys:
-            continue
-        cpu, cpu_peer, cpu_rounds = _vs_best(measurements, suite, subject, key, "cpu_us")
-        rps, rps_peer, rps_rounds = _vs_best(measurements, suite, subject, key, "rps", True)
-        if cpu is None:
-            continue
-        lines.append(
-            f"- {key}: CPU/req {_fmt(cpu, 2)}× best peer ({cpu_peer}), target ≤ 0.70: "
-            f"{_target(cpu, 0.70, False)}; req/s {_fmt(rps, 2)}× best peer ({rps_peer}), "
-            f"target ≥ 1.00: {_target(rps, 1.0, True)}. Per round: CPU/req "
-            f"{_rounds(cpu_rounds)}; req/s {_rounds(rps_rounds)}")
-    for key in ("h2c-rate", "h1-rate"):
-        if key not in keys:
-            continue
-        p99, peer, rounds = _vs_best(measurements, suite, subject, key, "p99")
-        if p99 is not None:
-            lines.append(f"- {key}: p99 {_fmt(p99, 2)}× best peer ({peer}), target ≤ 1.00: "
-                         f"{_target(p99, 1.0, False)}. Per round: {_rounds(rounds)}")
-    if "idle-h2c" in keys:
-        a = summarize(measurements, subject, "idle-h2c")
-        b = summarize(measurements, "nginx", "idle-h2c")
-        if a and b:
-            r = _ratio(a.get("kib_per_conn"), b.get("kib_per_conn"))
-            lines.append(
-                f"- idle-h2c: {_fmt(a.get('kib_per_conn'))} KiB per idle h2 connection, "
-                f"{_fmt(r, 2)}× nginx's {_fmt(b.get('kib_per_conn'))}, target ≤ 1.00: "
-                f"{_target(r, 1.0, False)}. Per round: "
-                f"{_rounds(_paired_ratios(measurements, subject, 'nginx', 'idle-h2c', 'kib_per_conn'))}")
-    others = [w for w in suite.workloads if w.key not in (
-        "h1-hello", "h2c-hello-m1", "h2c-hello-m10", "h2c-hello-m100", "h2c-rate", "h1-rate",
-        "idle-h2c")]
-    for w in others:
-        key, label = PRIMARY[w.kind]
-        r, peer, rounds = _vs_best(measurements, suite, subject, w.key, key)
-        if r is not None:
-            lines.append(f"- {w.key} (no target): {label} {_fmt(r, 2)}× best peer ({peer}). "
-                         f"Per round: {_rounds(rounds)}")
-    variant = f"{subject}-nometrics"
-    pairs = []
-    for w in suite.workloads:
-        a = summarize(measurements, variant, w.key)
-        b = summarize(measurements, subject, w.key)
-        if a and b:
-            pairs.append(
-                f"{w.key} {_fmt(b.get('cpu_us'))} → {_fmt(a.get('cpu_us'))} µs "
-                f"({_fmt(_ratio(a.get('cpu_us'), b.get('cpu_us')), 2)}×; per round "
-                f"{_rounds(_paired_ratios(measurements, variant, subject, w.key, 'cpu_us'))})")
-    if pairs:
-        lines.append("- metrics on → off (CPU/req, same run): " + "; ".join(pairs))
-    elif any(s.name == variant for s in suite.servers):
-        spec = next(s for s in suite.servers if s.name == variant)
-        why = spec.unavailable() or "not run"
-        lines.append(f"- metrics on vs off: {variant} n/a ({why})")
-    return lines
-
-
-def stack_targets(suite, measurements):
-    """portico-backend through Portico against starman through nginx (the bench issue: ≥ 5×)."""
-    lines = [f"Target (bench issue): {suite.subject} ≥ 5× {suite.reference} on hello "
-             "(requests/s).", ""]
-    for w in suite.workloads:
-        a = summarize(measurements, suite.subject, w.key)
-        b = summarize(measurements, suite.reference, w.key)
-        if not a or not b:
-            continue
-        rps = _ratio(a["rps"], b["rps"])
-        cpu = _ratio(a["cpu_us"], b["cpu_us"])
-        goal = (f", target ≥ 5: {_target(rps, 5.0, True)}" if w.app == "hello" else
-                " (no target)")
-        lines.append(
-            f"- {w.key}: req/s {_fmt(rps, 2)}×{goal}; CPU/req {_fmt(cpu, 2)}×. Per round: "
-            f"req/s {_rounds(_paired_ratios(measurements, suite.subject, suite.reference, w.key))}"
-            f"; CPU/req "
-            f"{_rounds(_paired_ratios(measurements, suite.subject, suite.reference, w.key, 'cpu_us'))}")
     return lines
 
 
@@ -431,6 +353,12 @@ def render(suite, measurements, ctx, failures=()):
         out += [f"Goal: {suite.goal}.", ""] + verdict(suite, measurements) + [""]
     if suite.targets:
         out += suite.targets(suite, measurements) + [""]
+    if ctx.get("plot"):
+        out += [f"![{suite.name} suite: server CPU µs per request, per workload]"
+                f"({ctx['plot']})", "",
+                f"The plot ({ctx['plot']}, next to this file): the CPU µs per request column "
+                "of every table (per connection for TLS and idle, per 1 MiB response for bytes), "
+                "median per server, log scale. Regenerate it with `bench/plot REPORT.md`.", ""]
     out += ["Columns: req/s (conn/s) as the client counted it; CPU µs/req (/conn, /MB) = "
             "utime+stime of all the server's processes over the load window / requests "
             "(connections, megabytes) completed; p50/p99/p99.9 from the client (wrk --latency; "

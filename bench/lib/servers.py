@@ -21,6 +21,12 @@ from . import procstat
 
 PEERS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
 
+HELLO = b"hello world\n"
+# The backend suite's static file: the same bytes in every server's document root.
+STATIC_PATH = "/static.txt"
+STATIC_BODY = b"static file, 25 bytes ok\n"
+assert len(STATIC_BODY) == 25
+
 
 class BenchError(Exception):
     """A server or client did not behave: the run stops with this message."""
@@ -139,6 +145,16 @@ def render(template_name, dest_dir, **values):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def write_docroot(directory, files):
+    """A document root inside directory: {name: bytes} written as files; returns its path."""
+    root = os.path.join(directory, "docroot")
+    os.makedirs(root, exist_ok=True)
+    for name, body in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(body)
+    return root
 
 
 def first_line(argv):
@@ -339,10 +355,10 @@ class PorticoBackend(ServerSpec):
 
     name = "portico-backend"
     protocols = ("h1", "h2c")
-    apps = ("hello", "counter-shm", "counter-mc", "bytes")
+    apps = ("hello", "counter-shm", "counter-mc", "bytes", "static")
 
     def __init__(self, binary, workers=1, repo_dir=None, extra_args=(), listen="tcp",
-                 store="shm", name=None):
+                 store="shm", name=None, static=False):
         super().__init__(workers)
         self.binary = binary
         self.extra_args = list(extra_args)
@@ -352,6 +368,9 @@ class PorticoBackend(ServerSpec):
         self.listen = listen  # "tcp" (127.0.0.1, a free port) or "unix" (a socket in workdir)
         self.store = store
         self.memcached = None  # (host, port), set by the suite when it runs a memcached
+        self.static = static  # --document-root with the static file (the backend suite)
+        if not static:
+            self.apps = tuple(a for a in self.apps if a != "static")
         if name:
             self.name = name
 
@@ -367,9 +386,13 @@ class PorticoBackend(ServerSpec):
 
     def describe(self):
         store = "memcached://(shared)" if self.store == "memcached" else "shm (memcached:// for counter-mc)"
-        args = " ".join(["--workers", str(self.workers), "--store", store] + self.extra_args)
+        root = ["--document-root", "DIR"] if self.static else []
+        args = " ".join(["--workers", str(self.workers), "--store", store] + self.extra_args
+                        + root)
         where = "a unix socket" if self.listen == "unix" else "one TCP port"
-        return f"`{args}`, HTTP/1.1 and h2c on {where}"
+        static = (f"; DIR{STATIC_PATH} is the {len(STATIC_BODY)}-byte static file"
+                  if self.static else "")
+        return f"`{args}`, HTTP/1.1 and h2c on {where}{static}"
 
     def start(self, workdir, cpu, workload=None):
         if self.listen == "unix":
@@ -380,6 +403,9 @@ class PorticoBackend(ServerSpec):
             listen = f"127.0.0.1:{endpoint}"
         argv = [self.binary, "--listen", listen, "--workers", str(self.workers),
                 "--store", self._store_arg(workload)] + self.extra_args
+        if self.static:
+            root = write_docroot(workdir, {STATIC_PATH[1:]: STATIC_BODY})
+            argv += ["--document-root", root]
         return RunningServer(self, argv, workdir, {"h1": endpoint, "h2c": endpoint}, cpu)
 
 
@@ -389,7 +415,7 @@ class NginxReturn(ServerSpec):
     name = "nginx"
     programs = ("nginx",)
     protocols = ("h1", "h2c")
-    apps = ("hello",)
+    apps = ("hello", "static")
     not_applicable = {"counter-shm": "no counter app", "counter-mc": "no counter app"}
 
     def __init__(self, workers=1):
@@ -401,12 +427,14 @@ class NginxReturn(ServerSpec):
 
     def describe(self):
         return (f"`return 200`, worker_processes {self.workers}, access_log off, "
-                "keepalive_requests 1e8; h2c on a second port (`listen ... http2`)")
+                "keepalive_requests 1e8; h2c on a second port (`listen ... http2`); "
+                f"{STATIC_PATH} from a document root (`location =`, `root`)")
 
     def start(self, workdir, cpu, workload=None):
         port, h2c_port = free_port(), free_port()
+        root = write_docroot(workdir, {STATIC_PATH[1:]: STATIC_BODY})
         conf = render("nginx-hello.conf", workdir, prefix=workdir, port=port, h2c_port=h2c_port,
-                      workers=self.workers)
+                      workers=self.workers, docroot=root, static_path=STATIC_PATH)
         argv = ["nginx", "-p", workdir, "-c", conf, "-g", "daemon off;"]
         return RunningServer(self, argv, workdir, {"h1": port, "h2c": h2c_port}, cpu)
 
@@ -421,7 +449,8 @@ class Starman(ServerSpec):
     programs = ("starman",)
     protocols = ("h1",)
     apps = ("hello", "counter-mc")
-    not_applicable = {"h2c": "no HTTP/2", "counter-shm": "no shm counter store"}
+    not_applicable = {"h2c": "no HTTP/2", "counter-shm": "no shm counter store",
+                      "static": "app.psgi serves no files"}
 
     def __init__(self, workers=1, listen="tcp"):
         super().__init__(workers)

@@ -74,6 +74,7 @@ class StackSpec(ServerSpec):
         self.apps = tuple(a for a in origin.apps if a in proxy.apps)
         self.not_applicable = {**origin.not_applicable, **proxy.not_applicable}
         self.not_applicable.pop("h2c", None)  # the proxy speaks h2c to the client
+        self.upstream = proxy.upstream  # what the proxy speaks to the origin
         self.tls = None
 
     def missing_programs(self):

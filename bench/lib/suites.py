@@ -11,8 +11,10 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from . import proxies, report, runner, servers, stacks
+from . import proxies, runner, servers, stacks, targets
+from .h2o_files import H2oFiles, check_h2c
 from .proxies import Origin
+from .servers import HELLO, STATIC_BODY, STATIC_PATH
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,7 +27,8 @@ class Workload:
     key: str  # short name used on the command line (--workloads)
     title: str  # heading in the report
     protocol: str  # "h1" (HTTP/1.1), "h2c" (prior knowledge) or "tls" (h2/HTTP/1.1 over TLS)
-    app: str  # which app the origin must have: "hello", "counter-shm", "counter-mc", "bytes"
+    app: str  # which app the server must have: "hello", "counter-shm", "counter-mc", "bytes",
+    #           "static" (the 25-byte file)
     path: str
     client: str  # "wrk", "h2load", "tls" (lib/tls_conns.py) or "idle" (lib/idle_h2.py)
     kind: str = "throughput"  # throughput | bytes | rate | tls-new | tls-conns | idle: how it
@@ -48,7 +51,6 @@ class Workload:
         return CLIENT_PROGRAMS[self.client]
 
 
-HELLO = b"hello world\n"
 COUNTER_RE = rb'\{"counter":[0-9]+\}'
 
 
@@ -61,6 +63,12 @@ def h2c_hello(key="h2c-hello", streams=None, duration=10.0):
     m = f" -m{streams}" if streams else ""
     return Workload(key, f"h2c (prior knowledge), GET / (hello){m}", "h2c", "hello", "/",
                     "h2load", expect_body=HELLO, streams=streams, duration=duration)
+
+
+def h2c_static(key="h2c-static-m100", streams=100, duration=5.0):
+    return Workload(key, f"h2c (prior knowledge), GET {STATIC_PATH} ({len(STATIC_BODY)}-byte "
+                    f"file) -m{streams}", "h2c", "static", STATIC_PATH, "h2load",
+                    expect_body=STATIC_BODY, streams=streams, duration=duration)
 
 
 H1_COUNTER_SHM = Workload("h1-counter-shm", "HTTP/1.1 keep-alive, GET /?id=1 (counter, shm store)",
@@ -124,6 +132,9 @@ class Suite:
     origin: object = None  # a ServerSpec started once, on a unix socket, in front of no one
     memcached: object = None  # a servers.Memcached when a workload or the origin needs it
     tls: bool = False  # make a certificate for the servers' TLS listeners
+    # Ratio columns against the best peer speaking the same upstream protocol (the proxy
+    # suite), not against the reference.
+    ratio_to_best_peer: bool = False
 
     @property
     def unmeasured(self):
@@ -169,6 +180,11 @@ class Suite:
                 running.append(origin)
                 origin.wait_ready(timeout=30)
                 origin.check("/", HELLO)
+                # The h2c-upstream rows need h2c on the very socket the h1 rows use.
+                check_h2c(origin.ports["h2c"])
+                for w in self.workloads:
+                    if w.app == "bytes":
+                        origin.check(w.path, expect_len=w.body_bytes)
                 where = Origin.of(origin.ports["h1"])
                 runner.log(f"origin: {self.origin.name} on {where}")
                 for spec in self.servers:
@@ -193,14 +209,19 @@ def _portico_binary(opts):
 def backend_suite(opts):
     return Suite(
         name="backend",
-        description=("hello and counter served directly by each server: portico-backend "
-                     "against nginx `return 200` and starman running a PSGI app"),
-        servers=[servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO),
-                 servers.NginxReturn(opts.workers), servers.Starman(opts.workers)],
-        workloads=[h1_hello(), h2c_hello(), H1_COUNTER_SHM, H1_COUNTER_MC],
+        description=("hello, a static file and counter served directly by each server: "
+                     "portico-backend against nginx `return 200`, h2o serving files and "
+                     "starman running a PSGI app"),
+        servers=[servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO,
+                                        static=True),
+                 servers.NginxReturn(opts.workers), H2oFiles(opts.workers),
+                 servers.Starman(opts.workers)],
+        workloads=[h1_hello(), h2c_hello(), h2c_hello("h2c-hello-m100", 100, duration=5),
+                   h2c_static(), H1_COUNTER_SHM, H1_COUNTER_MC],
         subject="portico-backend",
         reference="nginx",
         goal="portico-backend within 10% of nginx (requests/s and CPU per request)",
+        targets=targets.backend_targets,
         memcached=servers.Memcached(),
         notes=[
             "starman serves one connection at a time per worker and keeps it while the client "
@@ -210,51 +231,90 @@ def backend_suite(opts):
             "h1-counter-mc: memcached (1 thread) runs on the client's CPU for the whole suite; "
             "starman's counter talks the memcached text protocol from pure Perl "
             "(bench/peers/app.psgi), portico-backend uses libmemcached.",
+            f"h2o (peers/h2o-files.conf) serves hello as a {len(HELLO)}-byte file (hello.txt, "
+            f"the index of /) and {STATIC_PATH}, the same {len(STATIC_BODY)} bytes that "
+            "portico-backend serves from its --document-root and nginx from a `root`: the "
+            "target line is portico-backend's CPU/request against h2o's. h2o has no counter "
+            "app (n/a).",
         ],
     )
 
 
+ORIGINS = ("h2o", "portico-backend")  # --origin of the proxy suite; the first is the default
+NO_COUNTER = "the h2o origin has no counter app (`--origin portico-backend` has)"
+
+
 def proxy_servers(opts, include_nometrics=True):
+    """Every proxy in every upstream mode it has, h1 rows first, then h2c rows."""
     binary = _portico_binary(opts)
-    out = [proxies.PorticoProxy(binary, opts.workers),
-           proxies.PorticoProxy(binary, opts.workers, name="portico-h2c",
-                                cluster_toml='protocol = "h2c"',
-                                note="; h2c (prior knowledge) to the origin")]
+    out = [proxies.PorticoProxy(binary, opts.workers)]
     if include_nometrics:
         out.append(proxies.PorticoProxy(
-            binary, opts.workers, name="portico-nometrics",
+            binary, opts.workers, base="portico-nometrics",
             extra_toml="\n[metrics]\nenabled = false\n",
             only_workloads=("h1-hello", "h2c-hello-m10", "h2c-hello-m100")))
     out += [proxies.NginxProxy(opts.workers), proxies.HAProxy(opts.workers),
-            proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers)]
+            proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers),
+            proxies.PorticoProxy(binary, opts.workers, upstream="h2c"),
+            proxies.HAProxy(opts.workers, upstream="h2c"),
+            proxies.Nghttpx(opts.workers, upstream="h2c")]
     return out
 
 
-def proxy_suite(opts):
+def _origin(opts):
+    """The proxy suite's one origin (--origin), on a unix socket, speaking h1 and h2c."""
+    if getattr(opts, "origin", ORIGINS[0]) == "h2o":
+        return H2oFiles(opts.workers, listen="unix", body_bytes=opts.bytes, name="h2o (origin)")
     # The proxies keep idle origin connections up to 60 s: the origin must not close them
     # first (that race is what the proxy suite's error column would show, not what it tests).
-    origin = servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO,
-                                    extra_args=["--keepalive-timeout", "75"], listen="unix",
-                                    store="memcached")
+    return servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO,
+                                  extra_args=["--keepalive-timeout", "75"], listen="unix",
+                                  store="memcached", name="portico-backend (origin)")
+
+
+def proxy_suite(opts):
+    origin = _origin(opts)
+    h2o = isinstance(origin, H2oFiles)
+    proxy_rows = proxy_servers(opts)
+    if h2o:
+        for spec in proxy_rows:
+            spec.no_counter(NO_COUNTER)
+    what = ("h2o 2.2 serving files" if h2o else
+            "portico-backend (its hello, bytes and memcached counter apps)")
     return Suite(
         name="proxy",
-        description=("one portico-backend origin (1 worker, preforked, on a unix socket, on "
-                     "the client's CPU, not measured) behind each reverse proxy; only the proxy "
-                     "is measured"),
-        servers=proxy_servers(opts),
+        description=(f"one origin, {what} (1 worker, on a unix socket speaking HTTP/1.1 and h2c, "
+                     "on the client's CPU, not measured), behind each reverse proxy in each "
+                     "upstream protocol it has; only the proxy is measured"),
+        servers=proxy_rows,
         workloads=proxy_workloads(opts),
-        subject="portico",
-        reference="nginx",
-        targets=report.proxy_targets,
+        subject="portico (h1)",
+        reference="nginx (h1)",
+        targets=targets.proxy_targets,
         origin=origin,
-        memcached=servers.Memcached(),
+        memcached=None if h2o else servers.Memcached(),
         tls=True,
-        notes=["The origin and memcached share CPU 1 with the client, so every proxy's req/s is "
-               "capped by that core alike; the proxy's CPU per request is its own process tree "
-               "only.",
+        ratio_to_best_peer=True,
+        notes=["Like with like: every row names the protocol the proxy speaks to the origin "
+               "(h1: HTTP/1.1 keep-alive; h2c: HTTP/2 with prior knowledge, many streams over "
+               "few connections), and a row's ratio columns and target lines compare it only "
+               "with peers of the same upstream protocol, on the same origin, under the same "
+               "client protocol (the workload's). Upstream modes: Portico `protocol = \"h2c\"` "
+               "in the cluster, HAProxy `server ... proto h2`, nghttpx `backend=...;;proto=h2`; "
+               "nginx 1.22 (`proxy_pass` speaks HTTP/1.x only; `grpc_pass` is for gRPC) and h2o "
+               "2.2 (no HTTP/2 upstream) have h1 rows only.",
+               ("The origin is h2o (`--origin h2o`, the default; `--origin portico-backend` is "
+                "the old one): nobody's own code, one unix socket answering HTTP/1.1 and h2c "
+                "alike, hello as the 12-byte file hello.txt, /bytes?n=N as a file of N bytes "
+                "(the query ignored). It has no counter app, so h1-counter-mc reads n/a." if h2o
+                else "The origin is portico-backend (`--origin portico-backend`), HTTP/1.1 and "
+                "h2c on one unix socket, its counter on the shared memcached."),
+               "The origin" + ("" if h2o else " and memcached") + " share CPU 1 with the "
+               "client, so every proxy's req/s is capped by that core alike; the proxy's CPU "
+               "per request is its own process tree only.",
                "Every proxy reaches the origin over its unix socket (nginx `server unix:`, "
                "HAProxy `server ... /path`, h2o `http://[unix:/path]/`, nghttpx "
-               "`backend=unix:/path`, Portico `unix:/path`) with HTTP/1.1 keep-alive.",
+               "`backend=unix:/path`, Portico `unix:/path`).",
                "portico-nometrics is Portico with `[metrics] enabled = false`, measured on "
                "h1-hello and h2c-hello-m10/m100 only: metrics on vs off in the same run. It "
                "reads n/a while `portico -t` does not accept that table.",
@@ -281,8 +341,7 @@ def stack_suite(opts):
 
     stack_servers = [
         stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers)),
-        stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers, name="portico-h2c",
-                                                    cluster_toml='protocol = "h2c"')),
+        stacks.StackSpec(pb(), proxies.PorticoProxy(portico, opts.workers, upstream="h2c")),
         stacks.StackSpec(pb(), proxies.NginxProxy(opts.workers)),
         stacks.StackSpec(servers.Starman(opts.workers, listen="unix"),
                          proxies.NginxProxy(opts.workers, keepalive=False)),
@@ -296,7 +355,7 @@ def stack_suite(opts):
         workloads=[h1_hello(), h2c_hello(), H1_COUNTER_MC],
         subject=stack_servers[0].name,
         reference=stack_servers[-1].name,  # nginx → starman
-        targets=report.stack_targets,
+        targets=targets.stack_targets,
         memcached=servers.Memcached(),
         tls=True,  # the proxies' configs have a TLS listener (unused here)
         notes=["portico-backend gets `--keepalive-timeout 75` and the proxies pool keep-alive "

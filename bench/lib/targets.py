@@ -1,0 +1,216 @@
+"""The target lines under a suite's tables: Portico against its peers, like with like.
+
+A proxy row is compared only with peers doing the same work: the same client protocol (the
+workload's: h1, h2c or TLS), the same upstream protocol (the row's: h1 or h2c), the same origin
+(the suite's one shared origin). "Best peer" is the best of those rows on the figure in
+question, never a Portico variant; per round, the best peer of that round. Each line gives the
+ratio of the medians, the peer, the per-round ratios and ok / NOT MET.
+"""
+from .report import (PRIMARY, _fmt, _metric, _paired_ratios, _ratio, best_peer, is_portico,
+                     summarize, upstream_of)
+
+# The bench issue's targets on the headline workloads: CPU/req ≤ limit × the best peer of the
+# same (client, upstream) pair, and req/s ≥ the best peer's.
+CPU_LIMITS = {"h1-hello": 0.70, "h2c-hello-m1": 1.00, "h2c-hello-m10": 0.70,
+              "h2c-hello-m100": 1.00}
+RATE_WORKLOADS = ("h1-rate", "h2c-rate")  # p99 at a fixed rate ≤ the best peer's
+RSS_REFERENCE = "nginx"  # peak RSS under load and KiB per idle connection ≤ nginx's
+ARROW = "→"
+
+
+def _rounds(values):
+    return ", ".join(_fmt(v, 2) for v in values) or "–"
+
+
+def _target(ratio, limit, higher):
+    if ratio is None:
+        return "–"
+    met = ratio >= limit if higher else ratio <= limit
+    return "ok" if met else "NOT MET"
+
+
+def _vs_best(measurements, suite, subject, workload, key, upstream):
+    """(median ratio, best peer's name, per-round ratios against each round's best peer)."""
+    s = summarize(measurements, subject, workload)
+    if not s or s.get(key) is None:
+        return None, None, []
+    name, best = best_peer(measurements, suite, workload, key, upstream)
+    per_round = []
+    for m in measurements:
+        if m.server == subject and m.workload == workload:
+            _, b = best_peer(measurements, suite, workload, key, upstream, rnd=m.round)
+            per_round.append(_ratio(_metric(m, key), b))
+    return _ratio(s[key], best), name, per_round
+
+
+def _line(what, ratio, peer, rounds, limit=None, higher=False):
+    if ratio is None:  # a 0 CPU figure: under one 10 ms tick over a tiny run
+        return f"- {what}: – against {peer} (no figure to compare)"
+    head = f"- {what}: {_fmt(ratio, 2)}× {peer}"
+    if limit is None:
+        return f"{head} (no target). Per round: {_rounds(rounds)}"
+    sign = "≥" if higher else "≤"
+    return (f"{head}, target {sign} {limit:.2f}: {_target(ratio, limit, higher)}. Per round: "
+            f"{_rounds(rounds)}")
+
+
+def _reference_row(suite):
+    """nginx's row (it has only an HTTP/1.1 upstream)."""
+    return next((s.name for s in suite.servers if getattr(s, "base", s.name) == RSS_REFERENCE),
+                None)
+
+
+def _pair_lines(suite, measurements, subject, client, upstream):
+    """The target lines of one Portico row for one (client, upstream) pair."""
+    lines = []
+    nginx = _reference_row(suite)
+    for w in suite.workloads:
+        if w.protocol != client:
+            continue
+        if w.key in CPU_LIMITS:
+            if not summarize(measurements, subject, w.key):
+                continue
+            for key, label, limit, higher in (("cpu_us", "CPU/req", CPU_LIMITS[w.key], False),
+                                              ("rps", "req/s", 1.0, True)):
+                r, peer, rounds = _vs_best(measurements, suite, subject, w.key, key, upstream)
+                if r is None or peer is None:
+                    # A 0 CPU figure (10 ms ticks over a tiny run) or no peer of the pair.
+                    lines.append(f"- {w.key} {label}: – (no figure to compare: {subject} "
+                                 "or every peer of the pair has none)")
+                    continue
+                lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds,
+                                   limit, higher))
+            a = summarize(measurements, subject, w.key)
+            b = nginx and summarize(measurements, nginx, w.key)
+            if a and b:
+                rounds = _paired_ratios(measurements, subject, nginx, w.key, "rss_mib")
+                lines.append(_line(f"{w.key} peak RSS {_fmt(a['rss_mib'])} MiB",
+                                   _ratio(a["rss_mib"], b["rss_mib"]),
+                                   f"{nginx}'s {_fmt(b['rss_mib'])} MiB", rounds, 1.0))
+        elif w.key in RATE_WORKLOADS:
+            r, peer, rounds = _vs_best(measurements, suite, subject, w.key, "p99", upstream)
+            if r is not None and peer is not None:
+                lines.append(_line(f"{w.key} p99", r, f"best peer {peer}", rounds, 1.0))
+        elif w.kind != "idle":
+            key, label = PRIMARY[w.kind]
+            r, peer, rounds = _vs_best(measurements, suite, subject, w.key, key, upstream)
+            if r is not None and peer is not None:
+                lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds))
+    return lines
+
+
+def proxy_targets(suite, measurements):
+    """The bench issue's targets, per (client protocol, upstream protocol) pair."""
+    out = ["Targets (bench issue), like with like: each Portico row against the best peer of "
+           f"the same (client {ARROW} upstream) pair in this run, on the medians; peers with "
+           "another upstream protocol and Portico's variants are left out; per round: against "
+           "that round's best peer of the pair. CPU/req ≤ 0.70× on h1-hello and "
+           "h2c-hello-m10, ≤ 1.00× on -m1 and -m100; req/s ≥ 1.00×; p99 at a fixed rate ≤ "
+           f"1.00×; peak RSS under load and KiB per idle h2 connection ≤ {RSS_REFERENCE}'s "
+           f"({RSS_REFERENCE} has only an HTTP/1.1 upstream: every pair is against that row).",
+           ""]
+    subjects = [s for s in suite.servers if getattr(s, "base", None) == "portico"]
+    clients = [c for c in ("h1", "h2c", "tls") if any(w.protocol == c and w.kind != "idle"
+                                                       for w in suite.workloads)]
+    for upstream in ("h1", "h2c"):
+        for spec in (s for s in subjects if upstream_of(s) == upstream):
+            for client in clients:
+                lines = _pair_lines(suite, measurements, spec.name, client, upstream)
+                peers = [s.name for s in suite.servers if not is_portico(s.name)
+                         and upstream_of(s) == upstream]
+                pair = f"{client} {ARROW} {upstream}"
+                if not lines:
+                    why = "no peer of this pair ran" if spec.unavailable() is None else \
+                        spec.unavailable()
+                    out.append(f"**{pair}**, {spec.name}: n/a ({why})")
+                    out.append("")
+                    continue
+                out += [f"**{pair}**: {spec.name} against {', '.join(peers)}", ""] + lines + [""]
+    out += _idle_lines(suite, measurements, subjects)
+    out += _metrics_lines(suite, measurements)
+    return out
+
+
+def _idle_lines(suite, measurements, subjects):
+    nginx = _reference_row(suite)
+    if not nginx or not any(w.key == "idle-h2c" for w in suite.workloads):
+        return []
+    lines = []
+    b = summarize(measurements, nginx, "idle-h2c")
+    for spec in subjects:
+        a = summarize(measurements, spec.name, "idle-h2c")
+        if a and b:
+            r = _ratio(a.get("kib_per_conn"), b.get("kib_per_conn"))
+            rounds = _paired_ratios(measurements, spec.name, nginx, "idle-h2c", "kib_per_conn")
+            lines.append(_line(f"idle-h2c, {spec.name}: {_fmt(a.get('kib_per_conn'))} KiB per "
+                               "idle h2 connection", r,
+                               f"{nginx}'s {_fmt(b.get('kib_per_conn'))}", rounds, 1.0))
+    return (["**idle h2c connections** (no request reaches the origin: the upstream protocol "
+             "plays no part)", ""] + lines + [""]) if lines else []
+
+
+def _metrics_lines(suite, measurements):
+    """Portico with metrics on against the same with metrics off, same upstream, same run."""
+    lines = []
+    for variant in suite.servers:
+        if getattr(variant, "base", None) != "portico-nometrics":
+            continue
+        subject = next((s.name for s in suite.servers if getattr(s, "base", None) == "portico"
+                        and upstream_of(s) == upstream_of(variant)), None)
+        pairs = []
+        for w in suite.workloads:
+            a = summarize(measurements, variant.name, w.key)
+            b = subject and summarize(measurements, subject, w.key)
+            if a and b:
+                rounds = _paired_ratios(measurements, variant.name, subject, w.key, "cpu_us")
+                pairs.append(f"{w.key} {_fmt(b.get('cpu_us'))} → {_fmt(a.get('cpu_us'))} µs "
+                             f"({_fmt(_ratio(a.get('cpu_us'), b.get('cpu_us')), 2)}×; per "
+                             f"round {_rounds(rounds)})")
+        if pairs:
+            lines.append(f"- metrics on → off, {subject} → {variant.name} (CPU/req, same run): "
+                         + "; ".join(pairs))
+        else:
+            why = variant.unavailable() or "not run"
+            lines.append(f"- metrics on vs off: {variant.name} n/a ({why})")
+    return lines
+
+
+def stack_targets(suite, measurements):
+    """portico-backend through Portico against starman through nginx (the bench issue: ≥ 5×)."""
+    lines = [f"Target (bench issue): {suite.subject} ≥ 5× {suite.reference} on hello "
+             "(requests/s).", ""]
+    for w in suite.workloads:
+        a = summarize(measurements, suite.subject, w.key)
+        b = summarize(measurements, suite.reference, w.key)
+        if not a or not b:
+            continue
+        rps = _ratio(a["rps"], b["rps"])
+        cpu = _ratio(a["cpu_us"], b["cpu_us"])
+        goal = (f", target ≥ 5: {_target(rps, 5.0, True)}" if w.app == "hello" else
+                " (no target)")
+        rps_rounds = _paired_ratios(measurements, suite.subject, suite.reference, w.key)
+        cpu_rounds = _paired_ratios(measurements, suite.subject, suite.reference, w.key,
+                                    "cpu_us")
+        lines.append(
+            f"- {w.key}: req/s {_fmt(rps, 2)}×{goal}; CPU/req {_fmt(cpu, 2)}×. Per round: "
+            f"req/s {_rounds(rps_rounds)}; CPU/req {_rounds(cpu_rounds)}")
+    return lines
+
+
+def backend_targets(suite, measurements, peer="h2o"):
+    """portico-backend's CPU per request against h2o's (files and hello from h2o's file
+    handler) in the same run: the bench issue's seed-1 target, ≤ 1.00."""
+    lines = [f"Target (bench issue, seed 1): {suite.subject}'s CPU/request ≤ {peer}'s, same "
+             "run, on every workload both serve (h2c-hello-m100 and h2c-static-m100 are "
+             "seed 1: `h2load -c100 -m100` h2c on hello and on the 25-byte file).", ""]
+    for w in suite.workloads:
+        a = summarize(measurements, suite.subject, w.key)
+        b = summarize(measurements, peer, w.key)
+        if not a or not b:
+            continue
+        cpu = _ratio(a["cpu_us"], b["cpu_us"])
+        rounds = _paired_ratios(measurements, suite.subject, peer, w.key, "cpu_us")
+        rps = _ratio(a["rps"], b["rps"])
+        lines.append(_line(f"{w.key} CPU/req", cpu, peer, rounds, 1.0) +
+                     f"; req/s {_fmt(rps, 2)}× (no target)")
+    return lines
