@@ -309,9 +309,9 @@ def proxy_suite(opts):
                 "(the query ignored). It has no counter app, so h1-counter-mc reads n/a." if h2o
                 else "The origin is portico-backend (`--origin portico-backend`), HTTP/1.1 and "
                 "h2c on one unix socket, its counter on the shared memcached."),
-               "The origin" + ("" if h2o else " and memcached") + " share CPU 1 with the "
-               "client, so every proxy's req/s is capped by that core alike; the proxy's CPU "
-               "per request is its own process tree only.",
+               ("The origin shares" if h2o else "The origin and memcached share") +
+               " CPU 1 with the client, so every proxy's req/s is capped by that core alike; "
+               "the proxy's CPU per request is its own process tree only.",
                "Every proxy reaches the origin over its unix socket (nginx `server unix:`, "
                "HAProxy `server ... /path`, h2o `http://[unix:/path]/`, nghttpx "
                "`backend=unix:/path`, Portico `unix:/path`).",
