@@ -19,6 +19,9 @@ size_t Http2ConnectionPool::idle() const {
 }
 
 Http2UpstreamConnection* Http2ConnectionPool::with_room() {
+  unsigned int pass = ev_iteration(owner_.loop());
+  if (pass_conn_ && pass_ == pass && pass_conn_->can_take())
+    return pass_conn_;
   Http2UpstreamConnection* best = nullptr;
   size_t open = 0;
   for (Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c)) {
@@ -32,6 +35,8 @@ Http2UpstreamConnection* Http2ConnectionPool::with_room() {
   if (best && best->streams() > 0 && open < static_cast<size_t>(owner_.cluster().h2_connections) &&
       owner_.may_open())
     return nullptr;
+  pass_conn_ = best;
+  pass_ = pass;
   return best;
 }
 
@@ -47,6 +52,8 @@ void Http2ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
   auto* c = new Http2UpstreamConnection(*this, fd);
   conns_.push_front(c);
   ++count_;
+  pass_conn_ = c;
+  pass_ = ev_iteration(owner_.loop());
   c->open_stream(listener);
 }
 
@@ -65,6 +72,8 @@ void Http2ConnectionPool::room_grew() {
 }
 
 void Http2ConnectionPool::closed(Http2UpstreamConnection* c) {
+  if (pass_conn_ == c)
+    pass_conn_ = nullptr;
   conns_.erase(c);
   --count_;
   streams_ -= std::min(streams_, c->streams());

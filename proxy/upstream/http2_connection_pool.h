@@ -1,7 +1,10 @@
 #pragma once
 // h2c connections to one endpoint, each carrying many streams: a request takes a stream on the
 // connection with the fewest, and new connections open until the cluster's h2_connections
-// carry streams (so requests spread over that many of a preforked upstream's workers).
+// carry streams (so requests spread over that many of a preforked upstream's workers). Within
+// one loop pass, requests follow the pass's first onto the same connection while it has room:
+// a client's burst then goes up in one write and its answers come back in one read, so the
+// client gets them in one write too, instead of a write per connection they were spread over.
 #include "core/intrusive_list.h"
 #include "upstream/connection_pool.h"
 #include "upstream/http2_upstream_connection.h"
@@ -44,6 +47,9 @@ private:
   List conns_;
   size_t count_ = 0;
   size_t streams_ = 0; // in flight on all of them
+  // Where this loop pass's requests went (ev_iteration), until it closes or fills.
+  Http2UpstreamConnection* pass_conn_ = nullptr;
+  unsigned int pass_ = 0;
 };
 
 } // namespace portico::upstream

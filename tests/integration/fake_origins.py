@@ -141,9 +141,20 @@ class Http1Origin(_Origin):
 
 
 class H2cOrigin(_Origin):
-    """Prior-knowledge h2c (python3-h2) with the same paths, plus /refuse-once."""
+    """Prior-knowledge h2c (python3-h2) with the same paths, plus /refuse-once, and /hold, which
+    is answered only once `release` is set (holding its connection's thread: a stream kept
+    open). `streams_by_connection` records (connection serial, path) of every request."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+        self.streams_by_connection = []
+        self.serials = 0
 
     def serve(self, conn):
+        with self.lock:
+            self.serials += 1
+            serial = self.serials
         import h2.config
         import h2.connection
         import h2.errors
@@ -171,8 +182,12 @@ class H2cOrigin(_Origin):
                         h2conn.reset_stream(ev.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
                         continue
                     self._record(method, path, xid, length)
+                    with self.lock:
+                        self.streams_by_connection.append((serial, path))
                     if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                         return
+                    if path == "/hold":
+                        self.release.wait(10)
                     h2conn.send_headers(ev.stream_id, [(":status", "200"),
                                                        ("content-length", "3"),
                                                        *extra_fields(path, query)])

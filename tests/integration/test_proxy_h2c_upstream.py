@@ -8,6 +8,7 @@ import subprocess
 import threading
 import unittest
 
+import fake_origins
 import harness
 from proxy_clients import curl
 from proxy_harness import Proxy
@@ -69,6 +70,44 @@ class H2cUpstream(unittest.TestCase):
         self.assertEqual(sample(text, "portico_upstream_connect_seconds_count", cluster="app"), 3)
         ep = json.loads(get(proxy.admin_port, "/status")[1])["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["idle"], ep["busy"]), (3, 0))
+
+    def test_a_clients_burst_goes_up_on_one_connection(self):
+        # Two connections open (a held stream makes the pool open the second), then ten
+        # requests in one client write: they go up together on one connection, so their
+        # answers come back together, not spread one by one over both.
+        import h2.connection
+        origin = fake_origins.H2cOrigin()
+        self.addCleanup(origin.stop)
+        self.addCleanup(origin.release.set)
+        proxy = Proxy([origin.endpoint], workers=1, cluster_options={**H2C, "h2_connections": 2})
+        self.addCleanup(proxy.stop)
+        held = threading.Thread(target=lambda: curl(proxy, "h2c", "/hold"))
+        held.start()
+        harness.wait_until(lambda: origin.count("GET", "/hold"), what="a stream held upstream")
+        self.assertEqual(curl(proxy, "h2c", "/second").status, 200)
+        origin.release.set()
+        held.join(timeout=30)
+        with origin.lock:
+            self.assertEqual(len({c for c, _ in origin.streams_by_connection}), 2)
+            origin.streams_by_connection.clear()
+        client = h2.connection.H2Connection()
+        client.initiate_connection()
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as s:
+            for _ in range(10):
+                client.send_headers(client.get_next_available_stream_id(),
+                                    [(":method", "GET"), (":scheme", "http"),
+                                     (":authority", "x"), (":path", "/burst")], end_stream=True)
+            s.sendall(client.data_to_send())
+            ended = 0
+            while ended < 10:
+                data = s.recv(65536)
+                self.assertTrue(data, "the proxy closed the connection")
+                for ev in client.receive_data(data):
+                    ended += type(ev).__name__ == "StreamEnded"
+                s.sendall(client.data_to_send())
+        with origin.lock:
+            carried = {c for c, p in origin.streams_by_connection if p == "/burst"}
+        self.assertEqual(len(carried), 1, origin.streams_by_connection)
 
     def test_backend_graceful_restart_under_load_loses_nothing(self):
         # HUP: the old workers send GOAWAY and finish what they took; streams they did not take
