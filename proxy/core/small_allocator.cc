@@ -40,6 +40,11 @@ void* nghttp2_calloc(size_t count, size_t n, void*) {
   size_t total = count * n;
   if (n && total / n != count)
     return nullptr;
+  // A session's own tables (its 2.9 KiB struct, a 4 KiB stream map) are made once per
+  // connection: glibc's calloc leaves fresh memory untouched, so an idle connection's RSS
+  // holds only the pages nghttp2 writes, not every page a class chunk's memset would touch.
+  if (total >= SmallAllocator::kZeroedDirect)
+    return SmallAllocator::local().allocate_zeroed(total);
   void* p = SmallAllocator::local().allocate(total);
   if (p)
     std::memset(p, 0, total);
@@ -74,6 +79,14 @@ void* SmallAllocator::allocate(size_t n) {
       return nullptr;
     h[kClassByte] = static_cast<unsigned char>(c);
   }
+  return h + kHeader;
+}
+
+void* SmallAllocator::allocate_zeroed(size_t n) {
+  auto* h = static_cast<unsigned char*>(std::calloc(1, kHeader + n));
+  if (!h)
+    return nullptr;
+  h[kClassByte] = static_cast<unsigned char>(kLarge);
   return h + kHeader;
 }
 
