@@ -476,6 +476,7 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
     return 0;
   auto* me = self(ud);
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, id, nullptr));
+  me->glitches_.stream_closed();
   me->unlink(st);
   if (me->streams_.empty()) {
     me->header_block_since_ = 0; // a stream reset inside its header block

@@ -79,8 +79,9 @@ private:
   void unlink(Http2Exchange* st);
   void fail();
   // One glitch (see GlitchBudget): 0, or once the budget is spent, the callback failure that
-  // ends the connection after a GOAWAY(ENHANCE_YOUR_CALM).
-  int glitch();
+  // ends the connection after a GOAWAY(ENHANCE_YOUR_CALM). closed_stream: a frame for a
+  // stream that is not open, which a stream closed just before may excuse.
+  int glitch(bool closed_stream = false);
   void send_final_goaway();
 
   ClientConnection& conn_;

@@ -9,8 +9,9 @@
 
 namespace portico::server {
 
-int Http2ServerSession::glitch() {
-  if (glitches_.spend(ev_now(conn_.loop())))
+int Http2ServerSession::glitch(bool closed_stream) {
+  ev_tstamp now = ev_now(conn_.loop());
+  if (closed_stream ? glitches_.spend_on_closed_stream(now) : glitches_.spend(now))
     return 0;
   PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM));
   return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -55,8 +56,9 @@ int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_h
   case NGHTTP2_RST_STREAM:
   case NGHTTP2_WINDOW_UPDATE:
     // For a stream that is not open: nghttp2 ignores these silently once a stream is closed.
+    // A stream that just closed excuses a few (GlitchBudget::stream_closed).
     if (hd->stream_id != 0 && !stream_of(s, hd->stream_id))
-      return me->glitch();
+      return me->glitch(true);
     break;
   default: break;
   }

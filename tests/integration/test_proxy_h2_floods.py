@@ -180,6 +180,29 @@ class H2Floods(unittest.TestCase):
             what="every request answered")
         self.assertEqual(reader.goaway_codes(), [])
 
+    def test_a_window_update_after_each_response_is_no_flood(self):
+        # RFC 9113 5.1: WINDOW_UPDATE and RST_STREAM may arrive on a stream a little after it
+        # closed. HAProxy's h2 backend sends a WINDOW_UPDATE for each stream whose response
+        # it read: 3,000 requests so must not end in ENHANCE_YOUR_CALM (they did, past the
+        # budget's burst of 1,000).
+        s, reader = self.connect()
+        encoder = hpack.Encoder()
+        block = encoder.encode([(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                                (":path", "/hello")])
+        sid = 1
+        for _ in range(60):
+            batch = list(range(sid, sid + 100, 2))
+            sid += 100
+            s.sendall(b"".join(frame(HEADERS, END_HEADERS | END_STREAM, i, block)
+                               for i in batch))
+            for i in batch:
+                self.assertTrue(reader.wait_stream_end(i), f"stream {i} unanswered")
+            s.sendall(b"".join(frame(WINDOW_UPDATE, 0, i, struct.pack(">I", 12))
+                               for i in batch))
+        s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, sid, block))
+        self.assertTrue(reader.wait_stream_end(sid), "the last request unanswered")
+        self.assertEqual(reader.goaway_codes(), [])
+
     def test_headers_on_a_lower_stream_id_is_a_connection_error(self):
         # h2spec 5.1.1/2: stream 5 opens, then a HEADERS frame on stream 3, which 5 closed.
         s, reader = self.connect()

@@ -36,6 +36,30 @@ TEST(GlitchBudget, ASteadyTrickleBelowTheRateLastsForever) {
     ASSERT_TRUE(b.spend(i * 2.0 / GlitchBudget::kRate)) << i;
 }
 
+TEST(GlitchBudget, AClosedStreamExcusesTwoLateFramesAndNoMore) {
+  GlitchBudget b;
+  for (int i = 0; i < 5000; ++i) {
+    b.stream_closed();
+    ASSERT_TRUE(b.spend_on_closed_stream(0)) << i; // a WINDOW_UPDATE after each response
+  }
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(b.spend(0)) << i; // the budget itself untouched
+  EXPECT_FALSE(b.spend(0));
+  // What a flood on one closed stream gets: two excused, then the budget.
+  GlitchBudget c;
+  c.stream_closed();
+  for (uint32_t i = 0; i < GlitchBudget::kExcusedPerStream + GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(c.spend_on_closed_stream(0)) << i;
+  EXPECT_FALSE(c.spend_on_closed_stream(0));
+  // Excuses do not pile up without bound.
+  GlitchBudget d;
+  for (int i = 0; i < 100000; ++i)
+    d.stream_closed();
+  for (uint32_t i = 0; i < GlitchBudget::kMaxExcused + GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(d.spend_on_closed_stream(0)) << i;
+  EXPECT_FALSE(d.spend_on_closed_stream(0));
+}
+
 TEST(ClientStreamIds, IncreasingIdsAreFine) {
   ClientStreamIds ids;
   for (int32_t id = 1; id < 200; id += 2)
