@@ -304,9 +304,12 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   out.push_back(std::move(acc));
 
   uint64_t streams_opened = 0, streams_closed = 0, hs_ok = 0, hs_failed = 0;
+  uint64_t dormant_entered = 0, dormant_left = 0;
   for (const auto* s : servers) {
     streams_opened += s->h2_streams_opened.get();
     streams_closed += s->h2_streams_closed.get();
+    dormant_entered += s->h2_dormant_entered.get();
+    dormant_left += s->h2_dormant_left.get();
     hs_ok += s->tls_handshakes.get();
     hs_failed += s->tls_handshake_failures.get();
   }
@@ -381,6 +384,13 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   streams.metric.push_back(value_metric(
       static_cast<double>(streams_opened - std::min(streams_opened, streams_closed)), false));
   out.push_back(std::move(streams));
+  auto dormant = family("portico_h2_dormant_connections",
+                        "HTTP/2 client connections without a stream yet whose session is put "
+                        "away until the client speaks again.",
+                        MetricType::Gauge);
+  dormant.metric.push_back(value_metric(
+      static_cast<double>(dormant_entered - std::min(dormant_entered, dormant_left)), false));
+  out.push_back(std::move(dormant));
   auto tls = family("portico_tls_handshakes_total", "TLS handshakes with clients, by result.",
                     MetricType::Counter);
   for (auto [result, v] : {std::pair{"ok", hs_ok}, std::pair{"failed", hs_failed}}) {

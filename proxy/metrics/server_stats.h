@@ -47,6 +47,9 @@ struct ServerStats {
   core::Counter sessions_opened[2][2];
   core::Counter sessions_closed[2][2];
   core::Counter h2_streams_opened, h2_streams_closed;
+  // HTTP/2 connections with no stream yet whose nghttp2 session was put away, and those that
+  // woke (or closed) since: the difference is how many sleep now.
+  core::Counter h2_dormant_entered, h2_dormant_left;
   core::Counter tls_handshakes, tls_handshake_failures;
   core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
   core::Counter h2_goaways[std::size(kGoawayReasons)];

@@ -441,6 +441,8 @@ void ClientConnection::flush() {
   if (output_.empty()) {
     ev_io_stop(loop(), &wev_);
     send_waiting_since_ = 0;
+    if (session_ && close_state_ == CloseState::OPEN)
+      session_->on_output_flushed();
   } else {
     ev_io_start(loop(), &wev_);
     // The clock runs from the last write that moved bytes (nginx's send_timeout), so a client

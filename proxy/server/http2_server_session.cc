@@ -50,8 +50,7 @@ const nghttp2_session_callbacks* Http2ServerSession::callbacks() {
   return cbs;
 }
 
-Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up)
-    : conn_(conn) {
+void Http2ServerSession::new_session() {
   nghttp2_option* opt;
   PORTICO_NGHTTP2_MUST(nghttp2_option_new(&opt));
   nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -63,7 +62,13 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
   PORTICO_NGHTTP2_MUST(nghttp2_session_server_new3(&session_, callbacks(), this, opt,
                                                    core::SmallAllocator::nghttp2_allocator()));
   nghttp2_option_del(opt);
+}
+
+Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up)
+    : conn_(conn) {
+  new_session();
   if (up) {
+    prelude_kept_ = false; // stream 1 is open from the start
     const auto& h = *up->head;
     if (nghttp2_session_upgrade2(session_, reinterpret_cast<const uint8_t*>(up->settings.data()),
                                  up->settings.size(), h.is_head(), nullptr) != 0) {
@@ -90,7 +95,10 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
 
 Http2ServerSession::~Http2ServerSession() {
   on_close();
-  nghttp2_session_del(session_);
+  if (session_)
+    nghttp2_session_del(session_);
+  else
+    conn_.context().stats().h2_dormant_left.inc(); // closed in its sleep
 }
 
 void Http2ServerSession::send_settings() {
@@ -145,7 +153,14 @@ void Http2ServerSession::fail() {
 size_t Http2ServerSession::on_input(const char* data, size_t len) {
   if (failed_)
     return len;
+  if (!session_) {
+    wake();
+    if (failed_)
+      return len;
+  }
   ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
+  if (rv > 0)
+    keep_prelude(data, static_cast<size_t>(rv));
   if (rv < 0) {
     // A GOAWAY before the close, also for a bad client preface (RFC 9113 3.4); where one is
     // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent.
@@ -159,6 +174,8 @@ size_t Http2ServerSession::on_input(const char* data, size_t len) {
 }
 
 void Http2ServerSession::before_flush() {
+  if (!session_)
+    return; // dormant: nothing to say
   auto& out = conn_.output();
   while (out.size() < kOutputHigh) {
     const uint8_t* p;
@@ -183,7 +200,7 @@ void Http2ServerSession::before_flush() {
 }
 
 void Http2ServerSession::on_output_drained() {
-  if (nghttp2_session_want_write(session_))
+  if (session_ && nghttp2_session_want_write(session_))
     want_write();
 }
 
@@ -195,6 +212,8 @@ void Http2ServerSession::on_timeout() {
   // Streams at work keep the connection; a header block left unfinished does not.
   if (!streams_.empty() && header_block_since_ == 0)
     return;
+  if (!session_)
+    wake(); // for the GOAWAY
   PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR));
   want_write();
   conn_.close_after_flush(false);
@@ -204,6 +223,8 @@ void Http2ServerSession::drain() {
   if (draining_)
     return;
   draining_ = true;
+  if (!session_)
+    wake();
   // Two GOAWAYs (RFC 9113 6.8): first a notice that takes no stream away, then, once a PING
   // has made the round trip, the last stream id. A request the client sent meanwhile is
   // served instead of silently refused.
@@ -340,6 +361,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
   auto* me = self(ud);
+  me->prelude_kept_ = false; // the session holds streams (and HPACK state) from now on
   Http2Exchange* st = Http2Exchange::acquire(*me, f->hd.stream_id);
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st));
   me->link(st);

@@ -29,7 +29,10 @@ public:
   void on_activate() override;
   size_t on_input(const char* data, size_t len) override;
   void on_eof() override;
-  bool output_waiting() const override { return nghttp2_session_want_write(session_) != 0; }
+  bool output_waiting() const override {
+    return session_ && nghttp2_session_want_write(session_) != 0;
+  }
+  void on_output_flushed() override;
   void before_flush() override;
   void on_output_drained() override;
   bool idle() const override { return streams_.empty(); }
@@ -44,6 +47,7 @@ public:
   // For Http2Exchange.
   ClientConnection& connection() { return conn_; }
   nghttp2_session* nghttp2() { return session_; }
+  bool dormant() const { return !session_; }
   void submit_response(Http2Exchange& st, const http::ResponseHead& head);
   void resume_stream(Http2Exchange& st);
   void consume(Http2Exchange& st, size_t n);
@@ -72,6 +76,13 @@ private:
     return static_cast<Http2Exchange*>(nghttp2_session_get_stream_user_data(s, id));
   }
 
+  void new_session();
+  // Dormancy (http2_session_dormancy.cc): a connection that has opened no stream yet gives
+  // its nghttp2 session back while nothing is to be sent (nginx holds ~1.5 KiB for an idle h2
+  // connection, a session ~14 KiB); what the client had sent, a few hundred bytes of
+  // connection frames at most, is kept and replayed into a new session when it speaks again.
+  void keep_prelude(const char* data, size_t n);
+  void wake();
   void dispatch(Http2Exchange& st);
   void request_ended(Http2Exchange& st);
   void send_settings();
@@ -93,6 +104,11 @@ private:
   ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
+  static constexpr size_t kPreludeMax = 256;
+  bool prelude_kept_ = true; // prelude_ holds everything the client sent: dormancy allowed
+  bool replaying_ = false;   // wake() feeds the prelude again: no glitch is counted twice
+  uint16_t prelude_len_ = 0;
+  char prelude_[kPreludeMax];
   bool draining_ = false;
   bool final_goaway_sent_ = false; // the GOAWAY with the real last stream id
   bool failed_ = false;

@@ -10,6 +10,8 @@
 namespace portico::server {
 
 int Http2ServerSession::glitch(bool closed_stream) {
+  if (replaying_)
+    return 0; // counted when the frames first came
   ev_tstamp now = ev_now(conn_.loop());
   if (closed_stream ? glitches_.spend_on_closed_stream(now) : glitches_.spend(now))
     return 0;

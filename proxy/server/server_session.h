@@ -21,6 +21,8 @@ public:
   // Frames are waiting to be written into the connection's output (HTTP/2: nghttp2 has
   // something to send); an HTTP/1 session writes into the output directly.
   virtual bool output_waiting() const { return false; }
+  // Everything queued has been handed to the socket and nothing more is waiting.
+  virtual void on_output_flushed() {}
   // The output queue shrank below the low watermark.
   virtual void on_output_drained() {}
   // No exchange is in progress: an idle timeout may close the connection.

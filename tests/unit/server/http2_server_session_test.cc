@@ -27,7 +27,8 @@ public:
     uint32_t error_code = 0;
   };
 
-  explicit H2Client(TestClient& sock) : sock_(sock) {
+  explicit H2Client(TestClient& sock, std::vector<nghttp2_settings_entry> settings = {})
+      : sock_(sock) {
     nghttp2_session_callbacks* cbs;
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
@@ -36,7 +37,7 @@ public:
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
     nghttp2_session_client_new(&session_, cbs, this);
     nghttp2_session_callbacks_del(cbs);
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
     sock_.on_data = [this](std::string_view d) {
       ssize_t n =
           nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(d.data()), d.size());
@@ -83,10 +84,16 @@ public:
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, code);
     flush();
   }
+  void ping() {
+    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+    flush();
+  }
 
   std::map<int32_t, Stream> streams;
   std::vector<int32_t> close_order;
   bool goaway = false;
+  int ping_acks = 0;
+  std::vector<size_t> data_lengths; // of every DATA frame received
 
 private:
   std::vector<nghttp2_nv> request_fields(const char* method, const std::string& path) {
@@ -150,6 +157,10 @@ private:
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* f, void* ud) {
     if (f->hd.type == NGHTTP2_GOAWAY)
       self(ud)->goaway = true;
+    if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK))
+      ++self(ud)->ping_acks;
+    if (f->hd.type == NGHTTP2_DATA)
+      self(ud)->data_lengths.push_back(f->hd.length);
     return 0;
   }
 
@@ -183,6 +194,39 @@ TEST(Http2ServerSession, GetOnAStreamIsAnswered) {
   EXPECT_FALSE(c.goaway);
   EXPECT_FALSE(sock.eof());
   EXPECT_EQ(h.context().stats().h2_streams_closed.get(), 1u);
+}
+
+uint64_t sleeping(ServerHarness& h) {
+  auto& st = h.context().stats();
+  return st.h2_dormant_entered.get() - st.h2_dormant_left.get();
+}
+
+TEST(Http2ServerSession, AConnectionWithoutAStreamSleepsAndWakesWithTheClientsSettings) {
+  ServerHarness h;
+  h.handler.answer = [](Exchange& ex) { ex.respond(200, "text/plain", "hello world\n"); };
+  TestClient& sock = h.connect();
+  // A stream window of 5 bytes: a session that forgot it would send the body in one frame.
+  H2Client c(sock, {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 5}});
+  ASSERT_TRUE(h.run_until([&] { return sleeping(h) == 1; }));
+  // A PING wakes it; answered, it sleeps again.
+  c.ping();
+  ASSERT_TRUE(h.run_until(
+      [&] { return c.ping_acks == 1 && h.context().stats().h2_dormant_entered.get() == 2; }));
+  EXPECT_EQ(sleeping(h), 1u);
+  int32_t id = c.get("/x");
+  ASSERT_TRUE(h.run_until([&] { return c.streams[id].closed; }));
+  EXPECT_EQ(c.streams[id].status, 200);
+  EXPECT_EQ(c.streams[id].body, "hello world\n");
+  ASSERT_FALSE(c.data_lengths.empty());
+  EXPECT_EQ(c.data_lengths.front(), 5u);
+  // With a stream behind it the session keeps its state (HPACK) for good.
+  h.run_ready();
+  EXPECT_EQ(sleeping(h), 0u);
+  int32_t again = c.get("/y");
+  ASSERT_TRUE(h.run_until([&] { return c.streams[again].closed; }));
+  EXPECT_EQ(c.streams[again].body, "hello world\n");
+  EXPECT_FALSE(c.goaway);
+  EXPECT_FALSE(sock.eof());
 }
 
 TEST(Http2ServerSession, TwoConcurrentStreamsAreAnsweredInTheOrderTheHandlerChooses) {
