@@ -11,13 +11,6 @@ void Http2ConnectionPool::close_all() {
     c->close(UpstreamError::RESET);
 }
 
-size_t Http2ConnectionPool::idle() const {
-  size_t n = 0;
-  for (Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c))
-    n += c->streams() == 0;
-  return n;
-}
-
 Http2UpstreamConnection* Http2ConnectionPool::with_room() {
   unsigned int pass = ev_iteration(owner_.loop());
   if (pass_conn_ && pass_ == pass && pass_conn_->can_take())
@@ -52,18 +45,21 @@ void Http2ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
   auto* c = new Http2UpstreamConnection(*this, fd);
   conns_.push_front(c);
   ++count_;
+  ++idle_; // until its first stream, just below
   pass_conn_ = c;
   pass_ = ev_iteration(owner_.loop());
   c->open_stream(listener);
 }
 
-void Http2ConnectionPool::stream_opened() {
+void Http2ConnectionPool::stream_opened(bool first) {
   ++streams_;
+  idle_ -= first;
   owner_.publish();
 }
 
-void Http2ConnectionPool::stream_done() {
+void Http2ConnectionPool::stream_done(bool last) {
   --streams_;
+  idle_ += last;
   owner_.room_freed();
 }
 
@@ -76,6 +72,7 @@ void Http2ConnectionPool::closed(Http2UpstreamConnection* c) {
     pass_conn_ = nullptr;
   conns_.erase(c);
   --count_;
+  idle_ -= c->streams() == 0;
   streams_ -= std::min(streams_, c->streams());
   owner_.deferred().dispose(c);
   owner_.room_freed();

@@ -27,15 +27,16 @@ public:
   bool close_one_idle() override { return false; } // a connection with no stream costs little
   void close_all() override;
   size_t connections() const override { return count_; }
-  size_t idle() const override; // connections carrying no stream
+  size_t idle() const override { return idle_; } // connections carrying no stream
   size_t in_flight() const override { return streams_; }
 
   UpstreamPool& owner() const { return owner_; }
 
-  // From Http2UpstreamConnection: a stream opened or ended; the server allowed more streams
-  // (SETTINGS); the connection closed (it is disposed of after this callback).
-  void stream_opened();
-  void stream_done();
+  // From Http2UpstreamConnection: a stream opened (first: the connection's only one now) or
+  // ended (last: none is left); the server allowed more streams (SETTINGS); the connection
+  // closed (it is disposed of after this callback).
+  void stream_opened(bool first);
+  void stream_done(bool last);
   void room_grew();
   void closed(Http2UpstreamConnection* c);
 
@@ -47,6 +48,7 @@ private:
   List conns_;
   size_t count_ = 0;
   size_t streams_ = 0; // in flight on all of them
+  size_t idle_ = 0;    // connections carrying none: kept as they change, the gauges ask often
   // Where this loop pass's requests went (ev_iteration), until it closes or fills.
   Http2UpstreamConnection* pass_conn_ = nullptr;
   unsigned int pass_ = 0;

@@ -93,7 +93,7 @@ void Http2UpstreamConnection::open_stream(UpstreamStreamListener* client) {
   streams_.push_front(st);
   if (streams_.size() == 1)
     ev_timer_stop(pool_.loop(), &timer_); // idle retirement, if it was armed
-  conns_.stream_opened();
+  conns_.stream_opened(streams_.size() == 1);
   client->on_upstream_ready(*st);
 }
 
@@ -103,7 +103,7 @@ void Http2UpstreamConnection::stream_gone(Http2UpstreamStream* st) {
   // Destroyed once nghttp2's callback (or the loop pass) that ended it has returned; the
   // connection itself is disposed of after it, never before.
   pool_.deferred().dispose(st);
-  conns_.stream_done();
+  conns_.stream_done(streams_.empty());
   if (streams_.empty() && state_ == State::DRAINING) {
     close(UpstreamError::RESET);
     return;
