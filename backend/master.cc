@@ -1,6 +1,8 @@
 #include "master.h"
 
 #include "core/sd_notify.h"
+#include "http/request_head.h"
+#include "metrics/dashboard_page.h"
 
 #include "worker.h"
 
@@ -56,6 +58,7 @@ Master::Master(Options opts, std::vector<ListenSocket> sockets)
 
 Master::~Master() {
   admin_.reset();
+  dashboard_.reset();
   ev_io_stop(loop_, &signal_io_);
   ev_timer_stop(loop_, &wake_);
   ev_loop_destroy(loop_);
@@ -191,19 +194,30 @@ void Master::signal_workers(int sig, bool old_generations_only, StopReason why) 
     }
 }
 
-AdminResponse Master::admin_response(std::string_view path) {
-  if (path == "/metrics") {
-    SupervisionStats s = stats_;
-    s.workers_configured = target_;
-    for (const auto& [pid, info] : workers_) {
-      bool busy = info.slot >= 0 && metrics_->slot(info.slot).in_flight() > 0;
-      ++(busy ? s.workers_busy : s.workers_idle);
-    }
-    return {200, "text/plain; version=0.0.4; charset=utf-8", expose(*metrics_, s)};
+SupervisionStats Master::supervision_stats() const {
+  SupervisionStats s = stats_;
+  s.workers_configured = target_;
+  for (const auto& [pid, info] : workers_) {
+    bool busy = info.slot >= 0 && metrics_->slot(info.slot).in_flight() > 0;
+    ++(busy ? s.workers_busy : s.workers_idle);
   }
+  return s;
+}
+
+AdminResponse Master::admin_response(std::string_view path, std::string_view query) {
+  if (path == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8",
+            expose(*metrics_, supervision_stats())};
   if (path == "/healthz")
     return {200, "text/plain", "ok\n"};
-  return {404, "text/plain", "not found: try /metrics or /healthz\n"};
+  if (path == "/" || path == "/dashboard")
+    return {200, "text/html; charset=utf-8", std::string(metrics::dashboard_page())};
+  if (path == "/stats.json") {
+    std::string since(http::query_param(query, "since"));
+    return {200, "application/json",
+            dashboard_->stats_json(std::strtoull(since.c_str(), nullptr, 10), stopping_)};
+  }
+  return {404, "text/plain", "not found: try /, /stats.json, /metrics or /healthz\n"};
 }
 
 void Master::handle_signal(int sig) {
@@ -314,12 +328,24 @@ int Master::run() {
       return 1;
     }
     auto admin = MasterAdmin::open(loop_, opts_.admin,
-                                   [this](std::string_view path) { return admin_response(path); });
+                                   [this](std::string_view path, std::string_view query) {
+                                     return admin_response(path, query);
+                                   });
     if (!admin) {
       log("admin address %s: %s", opts_.admin.c_str(), admin.error().c_str());
       return 1;
     }
     admin_ = std::move(*admin);
+    dashboard_ = std::make_unique<MasterDashboard>(
+        loop_, *metrics_,
+        [this](SupervisionStats& st, std::vector<MasterDashboard::Worker>& out) {
+          st = supervision_stats();
+          double now = now_seconds();
+          for (const auto& [pid, info] : workers_)
+            out.push_back({static_cast<long>(pid), info.generation, now - info.started_at,
+                           info.slot >= 0 ? metrics_->slot(info.slot).in_flight() : 0});
+        },
+        ev_time());
   }
   if (!opts_.pid_file.empty()) {
     if (FILE* f = std::fopen(opts_.pid_file.c_str(), "w")) {
@@ -367,6 +393,7 @@ int Master::run() {
       handle_signal(static_cast<int>(si.ssi_signo));
   }
   admin_.reset(); // no scrape answered by a master about to exit
+  dashboard_.reset();
   for (const auto& s : sockets_)
     if (!s.unix_path.empty())
       ::unlink(s.unix_path.c_str());

@@ -10,6 +10,7 @@
 #include "backend_metrics.h"
 #include "listen_sockets.h"
 #include "master_admin.h"
+#include "master_dashboard.h"
 #include "metrics_exposition.h"
 #include "options.h"
 #include "shm_counter_table.h"
@@ -49,7 +50,8 @@ private:
   bool spawn();
   void spawn_or_retry(double now);
   void count_exit(const WorkerInfo& info, int status);
-  AdminResponse admin_response(std::string_view path);
+  AdminResponse admin_response(std::string_view path, std::string_view query);
+  SupervisionStats supervision_stats() const;
   void reap();
   void handle_signal(int sig);
   // Signals the workers (of older generations only, or all), noting why.
@@ -68,6 +70,7 @@ private:
   ev_io signal_io_;
   ev_timer wake_;
   std::unique_ptr<MasterAdmin> admin_;
+  std::unique_ptr<MasterDashboard> dashboard_; // with admin_
   SupervisionStats stats_;
   std::map<pid_t, WorkerInfo> workers_;
   std::vector<double> respawn_at_; // pending respawns, by due time

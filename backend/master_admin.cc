@@ -48,8 +48,7 @@ void MasterAdmin::on_request(server::Exchange& ex) {
     ex.end_response();
     return;
   }
-  std::string_view path = r.target.substr(0, r.target.find('?'));
-  AdminResponse a = handler_(path);
+  AdminResponse a = handler_(r.path(), r.query());
   ex.respond(a.status, a.content_type, a.body);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// The master's admin endpoint (--admin HOST:PORT): /metrics and /healthz served through the
+// The master's admin endpoint (--admin HOST:PORT): /metrics, /healthz and the dashboard (/ and
+// /stats.json, master_dashboard.h) served through the
 // same server core as every other HTTP/1.1 and h2c request (server/: the strict request
 // parser, the header deadline, the connection limits), on the master's own libev loop. The
 // master's supervision loop runs that loop once per turn, so a client can hold neither it
@@ -23,8 +24,8 @@ struct AdminResponse {
 
 class MasterAdmin final : public server::RequestHandler {
 public:
-  // Called for GET and HEAD with the request's path (without its query).
-  using Handler = std::function<AdminResponse(std::string_view path)>;
+  // Called for GET and HEAD with the request's path and its query (after the '?').
+  using Handler = std::function<AdminResponse(std::string_view path, std::string_view query)>;
 
   // Listens on address ("HOST:PORT" or "unix:/path") on loop, or says why it cannot.
   static core::expected<std::unique_ptr<MasterAdmin>, std::string>

@@ -13,6 +13,7 @@ PACKAGES="
   nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
   libre2-dev
+  chromium chromium-driver python3-selenium
   util-linux gnuplot-nox
 "
 

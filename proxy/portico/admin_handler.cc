@@ -1,9 +1,12 @@
 #include "portico/admin_handler.h"
 
 #include "core/json_escape.h"
+#include "metrics/dashboard_page.h"
 #include "metrics/exposition.h"
+#include "metrics/live_groups.h"
 #include "portico/proxy_worker.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 namespace portico::proxy {
@@ -20,8 +23,81 @@ void append_json_string(std::string& out, std::string_view s) {
 
 AdminHandler::AdminHandler(std::shared_ptr<const config::Config> cfg,
                            const std::vector<std::unique_ptr<ProxyWorker>>& workers,
-                           double started_at)
-    : cfg_(std::move(cfg)), workers_(workers), started_at_(started_at) {}
+                           double started_at, struct ev_loop* loop)
+    : cfg_(std::move(cfg)), workers_(workers), started_at_(started_at), loop_(loop),
+      live_(metrics::live_phases(),
+            cfg_->metrics.enabled ? cfg_->metrics.buckets : std::vector<double>{}) {
+  ev_timer_init(&sample_timer_, sample_cb, 0, 1.0);
+  sample_timer_.data = this;
+  ev_timer_start(loop_, &sample_timer_);
+}
+
+AdminHandler::~AdminHandler() {
+  ev_timer_stop(loop_, &sample_timer_);
+}
+
+void AdminHandler::sample_cb(struct ev_loop*, ev_timer* w, int) {
+  static_cast<AdminHandler*>(w->data)->sample();
+}
+
+void AdminHandler::sample() {
+  std::vector<const metrics::WorkerMetrics*> shards;
+  for (const auto& w : workers_)
+    shards.push_back(&w->metrics());
+  live_.record(ev_time(), metrics::live_groups(*cfg_, shards));
+}
+
+std::string AdminHandler::stats_json(double now, uint64_t since) const {
+  std::vector<const metrics::WorkerMetrics*> shards;
+  int64_t conns[2][2] = {}; // protocol (h1, h2) x tls (no, yes)
+  uint64_t streams = 0, dormant = 0;
+  for (const auto& w : workers_) {
+    shards.push_back(&w->metrics());
+    const auto& st = w->server_stats();
+    for (int p = 0; p < 2; ++p)
+      for (int t = 0; t < 2; ++t)
+        conns[p][t] += static_cast<int64_t>(st.sessions_opened[p][t].get()) -
+                       static_cast<int64_t>(st.sessions_closed[p][t].get());
+    streams += st.h2_streams_opened.get() -
+               std::min(st.h2_streams_opened.get(), st.h2_streams_closed.get());
+    dormant += st.h2_dormant_entered.get() -
+               std::min(st.h2_dormant_entered.get(), st.h2_dormant_left.get());
+  }
+  std::string out = "{\"format\":1,\"server\":\"portico\",\"version\":";
+  append_json_string(out, PORTICO_VERSION_STRING);
+  out += ",\"pid\":" + std::to_string(static_cast<long long>(::getpid()));
+  out += draining_ ? ",\"draining\":true" : ",\"draining\":false";
+  out += ",\"uptime_seconds\":" + std::to_string(static_cast<long long>(now - started_at_));
+  out += ",\"interval\":1,";
+  live_.append_json(out, since);
+  auto level = [](int64_t v) { return std::to_string(std::max<int64_t>(0, v)); };
+  out += ",\"gauges\":{\"client_connections_h1\":" + level(conns[0][0]);
+  out += ",\"client_connections_h1_tls\":" + level(conns[0][1]);
+  out += ",\"client_connections_h2c\":" + level(conns[1][0]);
+  out += ",\"client_connections_h2_tls\":" + level(conns[1][1]);
+  out += ",\"h2_streams_active\":" + std::to_string(streams);
+  out += ",\"h2_dormant_connections\":" + std::to_string(dormant) + "},\"tables\":[";
+  for (size_t i = 0; i < cfg_->clusters.size(); ++i) {
+    const auto& c = cfg_->clusters[i];
+    out += i ? ",{\"title\":" : "{\"title\":";
+    append_json_string(out, "cluster " + c.name);
+    out += ",\"columns\":[\"endpoint\",\"health\",\"in flight\",\"idle\",\"busy\","
+           "\"queue\"],\"rows\":[";
+    for (size_t e = 0; e < c.endpoints.size(); ++e) {
+      metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
+      out += e ? ",[" : "[";
+      append_json_string(out, c.endpoints[e]);
+      out += !t.up()                                 ? ",\"down\""
+             : c.health_check.enabled && t.unhealthy ? ",\"failing checks\""
+                                                     : ",\"up\"";
+      out += "," + std::to_string(t.busy + t.waiting) + "," + std::to_string(t.idle) + "," +
+             std::to_string(t.busy) + "," + std::to_string(t.waiting) + "]";
+    }
+    out += "]}";
+  }
+  out += "]}\n";
+  return out;
+}
 
 void AdminHandler::set_config(std::shared_ptr<const config::Config> cfg) {
   cfg_ = std::move(cfg);
@@ -96,8 +172,15 @@ void AdminHandler::on_request(server::Exchange& ex) {
       ex.respond(200, "text/plain", "ready\n");
   } else if (path == "/status") {
     ex.respond(200, "application/json", status_json(now));
+  } else if (path == "/" || path == "/dashboard") {
+    ex.respond(200, "text/html; charset=utf-8", metrics::dashboard_page());
+  } else if (path == "/stats.json") {
+    std::string_view since = http::query_param(ex.request().query(), "since");
+    ex.respond(200, "application/json",
+               stats_json(now, std::strtoull(std::string(since).c_str(), nullptr, 10)));
   } else {
-    ex.respond(404, "text/plain", "not found: try /metrics, /healthz, /readyz, /status\n");
+    ex.respond(404, "text/plain",
+               "not found: try /, /stats.json, /metrics, /healthz, /readyz, /status\n");
   }
 }
 

@@ -1,10 +1,13 @@
 #pragma once
 // The admin endpoint, served on the main thread's own loop so that a scrape never stalls
 // traffic: /metrics (Prometheus text), /healthz (alive), /readyz (503 once draining), /status
-// (JSON).
+// (JSON), and the live dashboard: / (the page, self-contained) and /stats.json (what it
+// draws: the last minutes a second at a time, sampled on this loop once a second).
 #include "config/config.h"
+#include "metrics/live_stats.h"
 #include "server/exchange.h"
 
+#include <ev.h>
 #include <memory>
 #include <vector>
 
@@ -14,21 +17,32 @@ class ProxyWorker;
 
 class AdminHandler final : public server::RequestHandler {
 public:
+  // Samples the workers' counters for the dashboard once a second on loop.
   AdminHandler(std::shared_ptr<const config::Config> cfg,
-               const std::vector<std::unique_ptr<ProxyWorker>>& workers, double started_at);
+               const std::vector<std::unique_ptr<ProxyWorker>>& workers, double started_at,
+               struct ev_loop* loop);
+  ~AdminHandler() override;
+  AdminHandler(const AdminHandler&) = delete;
+  AdminHandler& operator=(const AdminHandler&) = delete;
   void on_request(server::Exchange& ex) override;
   void set_draining() { draining_ = true; }
   // After a reload: the configuration the workers' metrics() are laid out by now.
   void set_config(std::shared_ptr<const config::Config> cfg);
 
 private:
+  static void sample_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  void sample();
   std::string status_json(double now) const;
+  std::string stats_json(double now, uint64_t since) const;
 
   std::shared_ptr<const config::Config> cfg_;
   int reloads_ = 0;
   const std::vector<std::unique_ptr<ProxyWorker>>& workers_;
   double started_at_;
   bool draining_ = false;
+  struct ev_loop* loop_;
+  ev_timer sample_timer_;
+  metrics::LiveStats live_;
 };
 
 } // namespace portico::proxy

@@ -54,7 +54,7 @@ Supervisor::Supervisor(Startup s)
         std::make_unique<ProxyWorker>(w, worker_count_, spec_for(g, w, nullptr), loop_, &done_));
   int admin_fd = sockets_->admin_fd(g.config());
   if (admin_fd >= 0) {
-    admin_ = std::make_unique<AdminHandler>(g.shared_config(), workers_, ev_time());
+    admin_ = std::make_unique<AdminHandler>(g.shared_config(), workers_, ev_time(), loop_);
     admin_ctx_ =
         std::make_unique<server::ServerContext>(loop_, *admin_, server::admin_limits("portico"));
     admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
