@@ -17,7 +17,8 @@ from .servers import BenchError
 ROUNDS_HEADING = "## Every round"
 # One colour per program (Portico's in red and orange), the same in every suite; a row whose
 # upstream is h2c is hatched in its program's colour, so a proxy's two modes sit side by side.
-COLOURS = {"portico": "#d62728", "portico-nometrics": "#ff9896", "portico-backend": "#d62728",
+COLOURS = {"portico": "#d62728", "portico-nometrics": "#ff9896", "portico-polled": "#ff7f0e",
+           "portico-backend": "#d62728",
            "nginx": "#2ca02c", "haproxy": "#1f77b4", "h2o": "#9467bd", "nghttpx": "#17becf",
            "starman": "#8c564b"}
 TITLE = ("{suite} suite: server CPU µs per request (median over the rounds; per connection for "

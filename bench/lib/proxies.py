@@ -233,8 +233,11 @@ class PorticoProxy(ProxySpec):
     upstreams = ("h1", "h2c")
 
     def __init__(self, binary, workers=1, upstream="h1", base=None, extra_toml="",
-                 only_workloads=None):
+                 only_workloads=None, poll_admin=False):
         super().__init__(workers, upstream, base)
+        # The portico-polled variant: /metrics and /stats.json fetched every second while the
+        # client runs (runner.Window), as a dashboard and a Prometheus would.
+        self.poll_admin = poll_admin
         self.binary = binary
         self.programs = (binary,)
         self.extra_toml = extra_toml
@@ -275,6 +278,8 @@ class PorticoProxy(ProxySpec):
             extra += f"; cluster `{self.cluster_toml.strip()}`"
         only = (f"; measured on {', '.join(sorted(self.only_workloads))} only"
                 if self.only_workloads else "")
+        if self.poll_admin:
+            extra += "; /metrics and /stats.json fetched every second during the run"
         return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), "
                 f"{UPSTREAMS[self.upstream]} upstream, idle origin connections kept 60 s; h1 and "
                 f"h2c on one port, TLS (h2) on a second{extra}{only}")
@@ -286,4 +291,4 @@ class PorticoProxy(ProxySpec):
                                      admin_port=admin_port, extra=self.extra_toml,
                                      cluster_extra=self.cluster_toml))
         return RunningServer(self, [self.binary, "-c", conf], workdir,
-                             {"h1": port, "h2c": port, "tls": tls_port}, cpu)
+                             {"h1": port, "h2c": port, "tls": tls_port, "admin": admin_port}, cpu)

@@ -6,13 +6,16 @@ series. Each measurement: start the server, wait until it is ready, check one re
 up (not measured), snapshot the server's CPU time, run the client, snapshot again, read the peak
 RSS, stop the server. How the client is driven depends on the workload's kind (DRIVERS).
 """
+import json
 import os
 import re
 import socket
 import ssl
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 
 from . import loadgen, procstat
@@ -99,19 +102,56 @@ def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+class AdminPoller:
+    """Fetches /metrics and /stats.json from a server's admin port once a second, as a
+    Prometheus and an open dashboard would, until stopped."""
+
+    def __init__(self, port):
+        self.port, self.stop_flag, self.polls, self.failures = port, threading.Event(), 0, 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        seq = 0
+        while not self.stop_flag.wait(1.0):
+            for path in ("/metrics", f"/stats.json?since={seq}"):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}",
+                                                timeout=5) as r:
+                        body = r.read()
+                    if path.startswith("/stats.json"):
+                        seq = json.loads(body)["seq"]
+                    self.polls += 1
+                except (OSError, ValueError):
+                    self.failures += 1
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join(10)
+
+
 class Window:
-    """CPU time of the server's tree and of the machine around one client run."""
+    """CPU time of the server's tree and of the machine around one client run (and, for a
+    spec with poll_admin, its admin endpoint polled every second meanwhile)."""
 
     def __init__(self, server):
         self.server = server
+        self.poller = None
 
     def __enter__(self):
+        if getattr(self.server.spec, "poll_admin", False):
+            self.poller = AdminPoller(self.server.ports["admin"])
         self.pids_before = self.server.tree()
         self.cpu_before = procstat.cpu_seconds(self.pids_before)
         self.busy_before = procstat.machine_busy_seconds()
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.poller:
+            self.poller.stop()
+            if self.poller.failures or not self.poller.polls:
+                log(f"  {self.server.name}: admin polls {self.poller.polls}, failed "
+                    f"{self.poller.failures}")
         if exc_type is not None:
             return False
         self.busy_s = procstat.machine_busy_seconds() - self.busy_before

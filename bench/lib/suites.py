@@ -253,6 +253,9 @@ def proxy_servers(opts, include_nometrics=True):
             binary, opts.workers, base="portico-nometrics",
             extra_toml="\n[metrics]\nenabled = false\n",
             only_workloads=("h1-hello", "h2c-hello-m10", "h2c-hello-m100")))
+        out.append(proxies.PorticoProxy(
+            binary, opts.workers, base="portico-polled", poll_admin=True,
+            only_workloads=("h1-hello", "h2c-hello-m10")))
     out += [proxies.NginxProxy(opts.workers), proxies.HAProxy(opts.workers),
             proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers),
             proxies.PorticoProxy(binary, opts.workers, upstream="h2c"),

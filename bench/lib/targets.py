@@ -149,11 +149,18 @@ def _idle_lines(suite, measurements, subjects):
              "plays no part)", ""] + lines + [""]) if lines else []
 
 
+VARIANTS = {"portico-nometrics": ("metrics on → off", "metrics on vs off"),
+            "portico-polled": ("admin not polled → /metrics and /stats.json polled every "
+                               "second", "admin polled")}
+
+
 def _metrics_lines(suite, measurements):
-    """Portico with metrics on against the same with metrics off, same upstream, same run."""
+    """Portico against its variants, same upstream, same run: metrics off (nometrics), the
+    admin endpoint polled every second (polled: the dashboard's and a scraper's cost)."""
     lines = []
     for variant in suite.servers:
-        if getattr(variant, "base", None) != "portico-nometrics":
+        label = VARIANTS.get(getattr(variant, "base", None))
+        if not label:
             continue
         subject = next((s.name for s in suite.servers if getattr(s, "base", None) == "portico"
                         and upstream_of(s) == upstream_of(variant)), None)
@@ -167,11 +174,11 @@ def _metrics_lines(suite, measurements):
                              f"({_fmt(_ratio(a.get('cpu_us'), b.get('cpu_us')), 2)}×; per "
                              f"round {_rounds(rounds)})")
         if pairs:
-            lines.append(f"- metrics on → off, {subject} → {variant.name} (CPU/req, same run): "
+            lines.append(f"- {label[0]}, {subject} → {variant.name} (CPU/req, same run): "
                          + "; ".join(pairs))
         else:
             why = variant.unavailable() or "not run"
-            lines.append(f"- metrics on vs off: {variant.name} n/a ({why})")
+            lines.append(f"- {label[1]}: {variant.name} n/a ({why})")
     return lines
 
 

@@ -13,7 +13,8 @@ import harness
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
 SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 # Every proxy in every upstream mode it has: (row, upstream).
-PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"), ("nginx (h1)", "h1"),
+PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"),
+              ("portico-polled (h1)", "h1"), ("nginx (h1)", "h1"),
               ("haproxy (h1)", "h1"), ("h2o (h1)", "h1"), ("nghttpx (h1)", "h1"),
               ("portico (h2c)", "h2c"), ("haproxy (h2c)", "h2c"), ("nghttpx (h2c)", "h2c"))
 PROXIES = tuple(name for name, _ in PROXY_ROWS)
@@ -162,7 +163,7 @@ class BenchSmokeTest(unittest.TestCase):
                 self.assertFalse(not_applicable(rows[name]), f"{heading} {name}")
         counter = table(self, text, "HTTP/1.1 keep-alive, GET /?id=1 (counter, memcached store)")
         for name in PROXIES:
-            if name != "portico-nometrics (h1)":  # measured on three workloads only
+            if name not in ("portico-nometrics (h1)", "portico-polled (h1)"):  # a few only
                 self.assertIn("n/a: the h2o origin has no counter app", " ".join(
                     counter[name].values()), name)
         for heading in ("HTTP/1.1 keep-alive, GET /bytes", "h2c, GET /bytes"):
@@ -223,6 +224,9 @@ class BenchSmokeTest(unittest.TestCase):
                                r"connection: ")
         self.assertRegex(text, r"(?m)^- metrics on (→ off, portico \(h1\) → portico-nometrics "
                                r"\(h1\) \(CPU/req, same run\)|vs off: )")
+        self.assertRegex(text, r"(?m)^- admin (not polled → /metrics and /stats.json polled "
+                               r"every second, portico \(h1\) → portico-polled \(h1\) "
+                               r"\(CPU/req, same run\)|polled: )")
 
     def test_proxy_suite_portico_backend_origin_smoke(self):
         """--origin portico-backend (the old origin): the counter on memcached through Portico
