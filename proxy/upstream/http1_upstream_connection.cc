@@ -238,6 +238,15 @@ void Http1UpstreamConnection::resume_reading() {
     reread_pending_tls();
 }
 
+void Http1UpstreamConnection::release_input() {
+  // The parser keeps no view into the block past feed(): an empty one goes back to the pool,
+  // so that a connection waiting for its response, or idle in the pool, holds none.
+  if (in_ && in_->readable() == 0) {
+    core::BlockPool::local().put(in_);
+    in_ = nullptr;
+  }
+}
+
 void Http1UpstreamConnection::reread_pending_tls() {
   if (tls_ && tls_->pending() && state_ == State::ACTIVE && !reading_paused_)
     ev_feed_event(pool_.loop(), &rev_, EV_READ);
@@ -292,8 +301,10 @@ void Http1UpstreamConnection::on_readable() {
     if (in_->readable() == 0) {
       size_t n = 0;
       Read r = read_once(tls_.get(), in_->data + in_->end, in_->writable(), &n);
-      if (r == Read::WOULD_BLOCK)
+      if (r == Read::WOULD_BLOCK) {
+        release_input();
         return;
+      }
       if (r == Read::FAILED) {
         fail(UpstreamError::RESET);
         return;
@@ -325,6 +336,7 @@ void Http1UpstreamConnection::on_readable() {
     if (response_done_) {
       // Finished here, after the parser returned, so that leftover bytes are known.
       finish_exchange();
+      release_input();
       return;
     }
     if (parser_.failed()) {
@@ -349,8 +361,10 @@ void Http1UpstreamConnection::read_tunnel() {
     in_->begin = in_->end = 0;
     size_t n = 0;
     Read r = read_once(tls_.get(), in_->data, in_->writable(), &n);
-    if (r == Read::WOULD_BLOCK)
+    if (r == Read::WOULD_BLOCK) {
+      release_input();
       return;
+    }
     if (r == Read::FAILED) {
       fail(UpstreamError::RESET);
       return;

@@ -78,6 +78,7 @@ private:
   // The exchange-carrying half of on_connected, once the connection (and TLS) is up.
   void on_established();
   // OpenSSL holds decrypted bytes the socket will not signal: read again next iteration.
+  void release_input();
   void reread_pending_tls();
   void flush();
   void fail(UpstreamError e);
