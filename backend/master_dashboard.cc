@@ -6,16 +6,6 @@
 
 namespace portico::backend {
 
-namespace {
-
-void append_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  core::append_json_escaped(out, s);
-  out.push_back('"');
-}
-
-} // namespace
-
 MasterDashboard::MasterDashboard(struct ev_loop* loop, const BackendMetrics& metrics, State state,
                                  double started_at)
     : loop_(loop), metrics_(metrics), state_(std::move(state)), started_at_(started_at),
@@ -53,7 +43,7 @@ std::string MasterDashboard::stats_json(uint64_t since, bool draining) const {
   std::vector<Worker> workers;
   state_(s, workers);
   std::string out = "{\"format\":1,\"server\":\"portico-backend\",\"version\":";
-  append_string(out, PORTICO_VERSION_STRING);
+  core::append_json_string(out, PORTICO_VERSION_STRING);
   out += ",\"pid\":" + std::to_string(static_cast<long long>(::getpid()));
   out += draining ? ",\"draining\":true" : ",\"draining\":false";
   out += ",\"uptime_seconds\":" + std::to_string(static_cast<long long>(ev_time() - started_at_));
@@ -71,7 +61,7 @@ std::string MasterDashboard::stats_json(uint64_t since, bool draining) const {
   for (size_t i = 0; i < workers.size(); ++i) {
     const Worker& w = workers[i];
     out += i ? ",[" : "[";
-    append_string(out, std::to_string(w.pid));
+    core::append_json_string(out, std::to_string(w.pid));
     out += "," + std::to_string(w.generation) + "," +
            std::to_string(static_cast<long long>(w.age_seconds)) + "," +
            std::to_string(w.in_flight) + "]";
@@ -79,7 +69,7 @@ std::string MasterDashboard::stats_json(uint64_t since, bool draining) const {
   out += "]},{\"title\":\"worker restarts\",\"columns\":[\"cause\",\"count\"],\"rows\":[";
   for (size_t c = 0; c < kRestartCauses; ++c) {
     out += c ? ",[" : "[";
-    append_string(out, to_string(static_cast<RestartCause>(c)));
+    core::append_json_string(out, to_string(static_cast<RestartCause>(c)));
     out += "," + std::to_string(s.restarts[c]) + "]";
   }
   out += "]}]}\n";

@@ -48,4 +48,11 @@ inline void append_json_escaped(std::string& out, std::string_view s) {
   }
 }
 
+// s as a JSON string: quoted and escaped.
+inline void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  append_json_escaped(out, s);
+  out.push_back('"');
+}
+
 } // namespace portico::core

@@ -10,12 +10,6 @@ namespace portico::metrics {
 
 namespace {
 
-void append_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  core::append_json_escaped(out, s);
-  out.push_back('"');
-}
-
 template <typename T> void append_array(std::string& out, const T& values) {
   out.push_back('[');
   bool first = true;
@@ -43,7 +37,7 @@ void append_latency(std::string& out, const std::vector<std::string>& phases, co
     if (!first)
       out.push_back(',');
     first = false;
-    append_string(out, phases[p]);
+    core::append_json_string(out, phases[p]);
     out.push_back(':');
     append_array(out, latency[p]);
   }
@@ -55,7 +49,7 @@ void append_requests(std::string& out, const auto& requests) {
   for (size_t c = 0; c < kLiveClasses; ++c) {
     if (c)
       out.push_back(',');
-    append_string(out, kLiveClassNames[c]);
+    core::append_json_string(out, kLiveClassNames[c]);
     out.push_back(':');
     out += std::to_string(requests[c]);
   }
@@ -115,7 +109,7 @@ void LiveStats::append_json(std::string& out, uint64_t since_seq) const {
   for (size_t p = 0; p < phases_.size(); ++p) {
     if (p)
       out.push_back(',');
-    append_string(out, phases_[p]);
+    core::append_json_string(out, phases_[p]);
   }
   out += "],\"bounds\":[";
   char num[32];
@@ -140,9 +134,9 @@ void LiveStats::append_json(std::string& out, uint64_t since_seq) const {
     out += ",\"groups\":[";
     for (size_t g = 0; g < s.groups.size(); ++g) {
       out += g ? ",{\"kind\":" : "{\"kind\":";
-      append_string(out, s.groups[g].kind);
+      core::append_json_string(out, s.groups[g].kind);
       out += ",\"name\":";
-      append_string(out, s.groups[g].name);
+      core::append_json_string(out, s.groups[g].name);
       append_requests(out, s.groups[g].requests);
       append_latency(out, phases_, s.groups[g].latency);
       out.push_back('}');
@@ -152,9 +146,9 @@ void LiveStats::append_json(std::string& out, uint64_t since_seq) const {
   out += "],\"totals\":[";
   for (size_t g = 0; g < last_.size(); ++g) {
     out += g ? ",{\"kind\":" : "{\"kind\":";
-    append_string(out, last_[g].kind);
+    core::append_json_string(out, last_[g].kind);
     out += ",\"name\":";
-    append_string(out, last_[g].name);
+    core::append_json_string(out, last_[g].name);
     append_requests(out, last_[g].requests);
     out.push_back('}');
   }

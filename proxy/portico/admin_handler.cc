@@ -11,16 +11,6 @@
 
 namespace portico::proxy {
 
-namespace {
-
-void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  core::append_json_escaped(out, s);
-  out.push_back('"');
-}
-
-} // namespace
-
 AdminHandler::AdminHandler(std::shared_ptr<const config::Config> cfg,
                            const std::vector<std::unique_ptr<ProxyWorker>>& workers,
                            double started_at, struct ev_loop* loop)
@@ -64,7 +54,7 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
                std::min(st.h2_dormant_entered.get(), st.h2_dormant_left.get());
   }
   std::string out = "{\"format\":1,\"server\":\"portico\",\"version\":";
-  append_json_string(out, PORTICO_VERSION_STRING);
+  core::append_json_string(out, PORTICO_VERSION_STRING);
   out += ",\"pid\":" + std::to_string(static_cast<long long>(::getpid()));
   out += draining_ ? ",\"draining\":true" : ",\"draining\":false";
   out += ",\"uptime_seconds\":" + std::to_string(static_cast<long long>(now - started_at_));
@@ -80,13 +70,13 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
   for (size_t i = 0; i < cfg_->clusters.size(); ++i) {
     const auto& c = cfg_->clusters[i];
     out += i ? ",{\"title\":" : "{\"title\":";
-    append_json_string(out, "cluster " + c.name);
+    core::append_json_string(out, "cluster " + c.name);
     out += ",\"columns\":[\"endpoint\",\"health\",\"in flight\",\"idle\",\"busy\","
            "\"queue\"],\"rows\":[";
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
       metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
       out += e ? ",[" : "[";
-      append_json_string(out, c.endpoints[e]);
+      core::append_json_string(out, c.endpoints[e]);
       out += !t.up()                                 ? ",\"down\""
              : c.health_check.enabled && t.unhealthy ? ",\"failing checks\""
                                                      : ",\"up\"";
@@ -112,7 +102,7 @@ std::string AdminHandler::status_json(double now) const {
     requests += w->server_stats().requests.get();
   }
   std::string out = "{\"version\":";
-  append_json_string(out, PORTICO_VERSION_STRING);
+  core::append_json_string(out, PORTICO_VERSION_STRING);
   out += ",\"pid\":" + std::to_string(static_cast<long long>(::getpid()));
   out += ",\"reloads\":" + std::to_string(reloads_);
   out += ",\"uptime_seconds\":" + std::to_string(static_cast<long long>(now - started_at_));
@@ -127,13 +117,13 @@ std::string AdminHandler::status_json(double now) const {
   for (size_t i = 0; i < cfg_->clusters.size(); ++i) {
     const auto& c = cfg_->clusters[i];
     out += i ? ",{\"name\":" : "{\"name\":";
-    append_json_string(out, c.name);
+    core::append_json_string(out, c.name);
     out += ",\"max_connections\":" + std::to_string(c.max_connections);
     out += ",\"endpoints\":[";
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
       metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
       out += e ? ",{\"address\":" : "{\"address\":";
-      append_json_string(out, c.endpoints[e]);
+      core::append_json_string(out, c.endpoints[e]);
       out += t.up() ? ",\"health\":\"up\"" : ",\"health\":\"down\"";
       if (c.health_check.enabled)
         out += t.unhealthy ? ",\"health_check\":\"failing\"" : ",\"health_check\":\"passing\"";
