@@ -1,7 +1,6 @@
 #include "config/config_loader.h"
 
-#include "upstream/upstream_endpoint.h"
-
+#include "core/endpoint_address.h"
 #include "core/histogram_bounds.h"
 
 #include <algorithm>
@@ -15,7 +14,6 @@
 #include <re2/re2.h>
 #include <sstream>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define TOML_EXCEPTIONS 1
@@ -215,7 +213,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
     // What c-ares takes: "IP", "IP:PORT", "[v6]" or "[v6]:PORT".
     const std::string& one = s.resolvers[i];
     bool bare = one.find(':') == std::string::npos || (one[0] == '[' && one.back() == ']');
-    auto spec = upstream::parse_endpoint(bare ? one + ":53" : one);
+    auto spec = core::parse_endpoint(bare ? one + ":53" : one);
     if (!spec || !spec->numeric) {
       const toml::node* n = t.get("resolvers");
       if (const toml::array* a = n->as_array(); a && i < a->size())
@@ -345,41 +343,6 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   c.listeners.push_back(std::move(l));
 }
 
-// Why e is not an endpoint (unix:/path, IP:PORT, [v6]:PORT or name:PORT), or "" when it is.
-std::string endpoint_error(const std::string& e) {
-  if (e.find("://") != std::string::npos)
-    return "is a URL; an endpoint is unix:/path or HOST:PORT";
-  if (e.starts_with("unix:")) {
-    if (e.size() == 5 || e[5] != '/')
-      return "needs an absolute path after unix:";
-    if (e.size() - 5 >= sizeof(sockaddr_un::sun_path))
-      return "has a unix socket path longer than " +
-             std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes";
-    return "";
-  }
-  auto colon = e.rfind(':');
-  if (colon == std::string::npos || colon + 1 == e.size())
-    return "is not unix:/path or HOST:PORT";
-  int port = 0;
-  std::string_view digits(e.data() + colon + 1, e.size() - colon - 1);
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (ec != std::errc() || p != digits.data() + digits.size() || port <= 0 || port > 65535)
-    return "has a port that is not 1 to 65535";
-  std::string_view host(e.data(), colon);
-  if (host.starts_with('[') != host.ends_with(']') ||
-      (!host.starts_with('[') && host.find(':') != std::string_view::npos))
-    return "needs brackets around an IPv6 address: [::1]:PORT";
-  if (host.starts_with('['))
-    host = host.substr(1, host.size() - 2);
-  if (host.empty())
-    return "has no host";
-  for (char ch : host)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != ':' &&
-        ch != '_')
-      return "has a host that is not an address or a DNS name";
-  return "";
-}
-
 // "2xx", "200", "200-399" into [min, max].
 bool parse_status_range(const std::string& s, int* min, int* max) {
   auto number = [](std::string_view v, int* out) {
@@ -461,9 +424,10 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   if (cl.endpoints.empty())
     r.error(t.source(), cw + ": 'endpoints' needs at least one endpoint");
   for (size_t i = 0; i < cl.endpoints.size(); ++i) {
-    std::string why = endpoint_error(cl.endpoints[i]);
-    if (why.empty())
+    auto parsed = core::parse_endpoint(cl.endpoints[i]);
+    if (parsed)
       continue;
+    const std::string& why = parsed.error();
     const toml::node* n = t.get("endpoints");
     if (const toml::array* a = n->as_array(); a && i < a->size())
       n = a->get(i); // point at the entry itself

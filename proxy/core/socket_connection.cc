@@ -43,20 +43,6 @@ void SocketConnection::arm_timer(double seconds) {
   ev_timer_again(loop_, &timer_);
 }
 
-SocketConnection::Read SocketConnection::read_once(tls::TlsSession* tls, char* buf, size_t len,
-                                                   size_t* n) {
-  if (!tls)
-    return read_once(buf, len, n);
-  switch (tls->read(buf, len, n)) {
-  case tls::TlsSession::Io::OK: return Read::DATA;
-  case tls::TlsSession::Io::WANT_READ:
-  case tls::TlsSession::Io::WANT_WRITE: return Read::WOULD_BLOCK;
-  case tls::TlsSession::Io::CLOSED: return Read::END;
-  case tls::TlsSession::Io::ERROR: break;
-  }
-  return Read::FAILED;
-}
-
 SocketConnection::Read SocketConnection::read_once(char* buf, size_t len, size_t* n) {
   for (;;) {
     ssize_t r = ::read(fd_, buf, len);

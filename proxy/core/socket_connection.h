@@ -5,7 +5,6 @@
 // Http1UpstreamConnection and Http2UpstreamConnection each keep their own protocol logic
 // and bounded read loop over read_once().
 #include "core/deferred_queue.h"
-#include "tls/tls_session.h"
 
 #include <cstddef>
 #include <ev.h>
@@ -42,8 +41,6 @@ protected:
   };
   // One read(2) into buf, retried on EINTR.
   Read read_once(char* buf, size_t len, size_t* n);
-  // The same through tls when there is one (an upstream over TLS).
-  Read read_once(tls::TlsSession* tls, char* buf, size_t len, size_t* n);
 
   // Stops every watcher and closes the socket (fd_ becomes -1). Idempotent.
   void close_socket();

@@ -62,7 +62,7 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
             : std::make_unique<metrics::AccessLog>(services.loop, spec_.access_log_fds[i],
                                                    cfg.listeners[i].access_log_format == "json"));
   router_ =
-      std::make_unique<upstream::Router>(cfg, std::move(clusters), *spec_.metrics, access_logs_);
+      std::make_unique<routing::Router>(cfg, std::move(clusters), *spec_.metrics, access_logs_);
 }
 
 WorkerGeneration::~WorkerGeneration() {

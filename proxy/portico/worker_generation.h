@@ -13,7 +13,7 @@
 #include "metrics/worker_metrics.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
-#include "upstream/router.h"
+#include "routing/router.h"
 
 #include <cstdint>
 #include <memory>
@@ -65,7 +65,7 @@ public:
 
   uint64_t id() const { return spec_.id; }
   const GenerationSpec& spec() const { return spec_; }
-  upstream::Router& router() { return *router_; }
+  routing::Router& router() { return *router_; }
   // The context's epoch in which this generation accepted (its connections hold its TLS).
   uint32_t epoch = 0;
   // Nothing uses it any more: no exchange its router started, no connection it accepted.
@@ -76,7 +76,7 @@ public:
 private:
   GenerationSpec spec_;
   std::vector<std::unique_ptr<metrics::AccessLog>> access_logs_; // by listener; null: off
-  std::unique_ptr<upstream::Router> router_;
+  std::unique_ptr<routing::Router> router_;
 };
 
 } // namespace portico::proxy

@@ -3,7 +3,7 @@
 #include "core/error_log.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
-#include "server/proxy_protocol.h"
+#include "core/proxy_protocol.h"
 #include "server/server_context.h"
 #include "tls/tls_session.h"
 
@@ -66,7 +66,7 @@ void ClientConnection::socket_addresses(sockaddr_storage& peer, sockaddr_storage
 }
 
 bool ClientConnection::read_proxy_header() {
-  namespace pp = proxy_protocol;
+  namespace pp = core::proxy_protocol;
   if (first_byte_ == 0)
     first_byte_ = ev_now(loop()); // header_timeout runs from here, as for a request head
   char buf[pp::kMaxHeaderBytes];

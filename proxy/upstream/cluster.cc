@@ -12,7 +12,7 @@ namespace {
 constexpr double kMinTtl = 1, kMaxTtl = 300, kDefaultTtl = 30;
 constexpr double kSweepEvery = 1;
 
-bool same(const SocketAddress& a, const SocketAddress& b) {
+bool same(const core::SocketAddress& a, const core::SocketAddress& b) {
   return a.len == b.len && std::memcmp(&a.storage, &b.storage, a.len) == 0;
 }
 constexpr double kRetryAfterFailure = 5;
@@ -38,7 +38,7 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
   ev_init(&sweep_, sweep_cb);
   sweep_.data = this;
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
-    add_pool(*parse_endpoint(cfg.endpoints[i]), i); // validated with the config
+    add_pool(*core::parse_endpoint(cfg.endpoints[i]), i); // validated with the config
     if (!pools_.back()->has_address()) {
       auto r = std::make_unique<NameRefresh>();
       r->cluster = this;
@@ -58,7 +58,7 @@ Cluster::~Cluster() {
   ev_timer_stop(loop_, &sweep_);
 }
 
-UpstreamPool& Cluster::add_pool(const EndpointSpec& spec, size_t endpoint) {
+UpstreamPool& Cluster::add_pool(const core::EndpointSpec& spec, size_t endpoint) {
   pools_.push_back(std::make_unique<UpstreamPool>(loop_, deferred_, spec, cfg_, limit_, metrics_,
                                                   metrics_.endpoints[endpoint], tls_));
   endpoint_of_.push_back(endpoint);
@@ -67,15 +67,15 @@ UpstreamPool& Cluster::add_pool(const EndpointSpec& spec, size_t endpoint) {
 }
 
 void Cluster::resolve(size_t index) {
-  EndpointSpec e = *parse_endpoint(cfg_.endpoints[index]);
+  core::EndpointSpec e = *core::parse_endpoint(cfg_.endpoints[index]);
   std::weak_ptr<bool> alive = alive_;
-  resolver_.resolve(e.host, e.port, [this, index, alive](std::vector<SocketAddress> a, int ttl) {
+  resolver_.resolve(e.host, e.port, [this, index, alive](std::vector<core::SocketAddress> a, int ttl) {
     if (auto guard = alive.lock(); guard && *guard)
       on_resolved(index, std::move(a), ttl);
   });
 }
 
-void Cluster::on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl) {
+void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> addresses, int ttl) {
   double again = kRetryAfterFailure;
   std::vector<size_t> mine; // this name's pools, by position in pools_
   for (size_t p = 0; p < pools_.size(); ++p)
@@ -111,7 +111,7 @@ void Cluster::on_resolved(size_t index, std::vector<SocketAddress> addresses, in
         gone.push_back(p);
     }
     size_t added = 0;
-    EndpointSpec spec = pools_[mine.front()]->endpoint();
+    core::EndpointSpec spec = pools_[mine.front()]->endpoint();
     for (size_t a = 0; a < addresses.size(); ++a) {
       if (placed[a])
         continue;

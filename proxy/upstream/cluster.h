@@ -46,7 +46,7 @@ private:
   static void refresh_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void sweep_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void resolve(size_t index);
-  void on_resolved(size_t index, std::vector<SocketAddress> addresses, int ttl);
+  void on_resolved(size_t index, std::vector<core::SocketAddress> addresses, int ttl);
   // The pools of removed addresses that nothing uses any more are destroyed.
   void sweep();
   enum class Lb : uint8_t { LEAST_REQUEST, ROUND_ROBIN, RANDOM_TWO };
@@ -54,7 +54,7 @@ private:
   UpstreamPool* pick_round_robin(double now, bool healthy_only);
   UpstreamPool* pick_random_two(double now, bool healthy_only);
   UpstreamPool* random_by_weight(double now, bool healthy_only, const UpstreamPool* other);
-  UpstreamPool& add_pool(const EndpointSpec& spec, size_t endpoint);
+  UpstreamPool& add_pool(const core::EndpointSpec& spec, size_t endpoint);
 
   struct ev_loop* loop_;
   DnsResolver& resolver_;

@@ -57,11 +57,11 @@ void DnsResolver::resolve(const std::string& host, int port, Callback cb) {
 
 void DnsResolver::done_cb(void* arg, int status, int, struct ares_addrinfo* result) {
   std::unique_ptr<Pending> p(static_cast<Pending*>(arg));
-  std::vector<SocketAddress> out;
+  std::vector<core::SocketAddress> out;
   int ttl = 0;
   if (status == ARES_SUCCESS && result) {
     for (auto* n = result->nodes; n; n = n->ai_next) {
-      SocketAddress a;
+      core::SocketAddress a;
       if (n->ai_addrlen > sizeof a.storage)
         continue;
       std::memcpy(&a.storage, n->ai_addr, n->ai_addrlen);

@@ -1,7 +1,7 @@
 #pragma once
 // Asynchronous name resolution for one worker's loop, on c-ares: its sockets are watched with
 // ev_io and its timeouts with one ev_timer, so resolving never blocks the loop.
-#include "upstream/upstream_endpoint.h"
+#include "core/endpoint_address.h"
 
 #include <ares.h>
 #include <ev.h>
@@ -15,7 +15,7 @@ namespace portico::upstream {
 class DnsResolver {
 public:
   // addresses empty on failure; ttl in seconds (0 when unknown).
-  using Callback = std::function<void(std::vector<SocketAddress> addresses, int ttl)>;
+  using Callback = std::function<void(std::vector<core::SocketAddress> addresses, int ttl)>;
 
   // servers: "IP", "IP:PORT" or "[v6]:PORT" each; empty: /etc/resolv.conf's.
   explicit DnsResolver(struct ev_loop* loop, const std::vector<std::string>& servers = {});

@@ -9,7 +9,7 @@ namespace portico::upstream {
 
 HealthChecker::HealthChecker(UpstreamPool& pool, const config::HealthCheckConfig& cfg)
     : pool_(pool), cfg_(cfg) {
-  const EndpointSpec& e = pool.endpoint();
+  const core::EndpointSpec& e = pool.endpoint();
   authority_ = !cfg.host.empty() ? cfg.host
                : e.is_unix       ? std::string("localhost")
                                  : e.host + ":" + std::to_string(e.port);

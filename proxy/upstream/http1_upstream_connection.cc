@@ -2,7 +2,7 @@
 
 #include "http/http1_writer.h"
 #include "server/exchange.h"
-#include "server/proxy_protocol.h"
+#include "core/proxy_protocol.h"
 #include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 
@@ -13,7 +13,7 @@
 namespace portico::upstream {
 
 Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd)
-    : SocketConnection(conns.owner().loop(), fd), pool_(conns.owner()), conns_(conns),
+    : UpstreamSocket(conns.owner(), fd), conns_(conns),
       parser_(*this, head_, arena_, pool_.cluster().max_response_header_bytes) {
   connect_started_ = ev_time();
   // Writability tells that connect(2) finished, one way or the other.
@@ -59,8 +59,8 @@ void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFramin
     sockaddr_storage peer{}, local{};
     if (client.exchange)
       client.exchange->socket_addresses(peer, local);
-    out_.append(pp == "v2" ? server::proxy_protocol::encode_v2(peer, local)
-                           : server::proxy_protocol::encode_v1(peer, local));
+    out_.append(pp == "v2" ? core::proxy_protocol::encode_v2(peer, local)
+                           : core::proxy_protocol::encode_v1(peer, local));
   }
   write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
@@ -111,21 +111,7 @@ void Http1UpstreamConnection::flush() {
     return;
   bool was_high = out_.size() >= 64 * 1024;
   if (!out_.empty()) {
-    ssize_t w;
-    if (tls_) {
-      size_t before = out_.size();
-      tls::TlsSession::Io r = tls_->write(out_);
-      w = static_cast<ssize_t>(before - out_.size());
-      if (r == tls::TlsSession::Io::CLOSED || r == tls::TlsSession::Io::ERROR) {
-        w = -1;
-        errno = EPIPE;
-      } else if (w == 0) {
-        w = -1;
-        errno = EAGAIN;
-      }
-    } else {
-      w = out_.write_to(fd_);
-    }
+    ssize_t w = write_out(out_);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       // The upstream went away while we were writing; its response, if any, may still be
       // readable, so only fail if nothing comes (the read side reports EOF or a reset).
@@ -162,50 +148,19 @@ void Http1UpstreamConnection::flush() {
 }
 
 void Http1UpstreamConnection::on_writable() {
-  if (state_ == State::CONNECTING) {
-    if (tls_)
-      drive_handshake();
-    else
-      on_connected();
-    return;
-  }
-  flush();
+  if (state_ == State::CONNECTING)
+    advance();
+  else
+    flush();
 }
 
-void Http1UpstreamConnection::on_connected() {
-  if (!connect_succeeded(fd_)) {
-    fail(UpstreamError::CONNECT_REFUSED);
-    return;
+void Http1UpstreamConnection::advance() {
+  UpstreamError why;
+  switch (advance_connect("", &why)) {
+  case Connect::ESTABLISHED: on_established(); return;
+  case Connect::WAITING: return;
+  case Connect::FAILED: fail(why, is_connect_failure(why)); return;
   }
-  if (pool_.tls()) {
-    tls_ = pool_.start_tls(fd_);
-    if (!tls_) {
-      fail(UpstreamError::LOCAL_RESOURCES);
-      return;
-    }
-    drive_handshake();
-    return;
-  }
-  on_established();
-}
-
-void Http1UpstreamConnection::drive_handshake() {
-  switch (tls_->handshake()) {
-  case tls::TlsSession::Io::OK: on_established(); return;
-  case tls::TlsSession::Io::WANT_READ:
-    ev_io_stop(pool_.loop(), &wev_);
-    ev_io_start(pool_.loop(), &rev_);
-    return;
-  case tls::TlsSession::Io::WANT_WRITE: ev_io_start(pool_.loop(), &wev_); return;
-  case tls::TlsSession::Io::CLOSED:
-  case tls::TlsSession::Io::ERROR: break;
-  }
-  pool_.tls_failed(tls_->failure_reason());
-  UpstreamStreamListener* c = client_;
-  client_ = nullptr;
-  close();
-  if (c)
-    c->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
 }
 
 void Http1UpstreamConnection::on_established() {
@@ -248,12 +203,12 @@ void Http1UpstreamConnection::release_input() {
 }
 
 void Http1UpstreamConnection::reread_pending_tls() {
-  if (tls_ && tls_->pending() && state_ == State::ACTIVE && !reading_paused_)
+  if (tls_pending() && state_ == State::ACTIVE && !reading_paused_)
     ev_feed_event(pool_.loop(), &rev_, EV_READ);
 }
 
 bool Http1UpstreamConnection::quiet() const {
-  if (tls_ && tls_->pending())
+  if (tls_pending())
     return false;
   char c;
   ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -263,14 +218,14 @@ bool Http1UpstreamConnection::quiet() const {
 void Http1UpstreamConnection::on_readable() {
   if (state_ == State::CONNECTING) {
     if (tls_)
-      drive_handshake();
+      advance(); // the handshake waits for the upstream's reply
     return;
   }
   if (state_ == State::IDLE && tls_) {
     // A TLS record may carry nothing for us (a session ticket); anything else ends it.
     char c;
     size_t n = 0;
-    Read r = read_once(tls_.get(), &c, 1, &n);
+    Read r = read_some(&c, 1, &n);
     if (r == Read::WOULD_BLOCK)
       return;
     if (r == Read::END)
@@ -300,7 +255,7 @@ void Http1UpstreamConnection::on_readable() {
       in_->begin = in_->end = 0;
     if (in_->readable() == 0) {
       size_t n = 0;
-      Read r = read_once(tls_.get(), in_->data + in_->end, in_->writable(), &n);
+      Read r = read_some(in_->data + in_->end, in_->writable(), &n);
       if (r == Read::WOULD_BLOCK) {
         release_input();
         return;
@@ -360,7 +315,7 @@ void Http1UpstreamConnection::read_tunnel() {
       in_ = core::BlockPool::local().get();
     in_->begin = in_->end = 0;
     size_t n = 0;
-    Read r = read_once(tls_.get(), in_->data, in_->writable(), &n);
+    Read r = read_some(in_->data, in_->writable(), &n);
     if (r == Read::WOULD_BLOCK) {
       release_input();
       return;
@@ -439,13 +394,7 @@ void Http1UpstreamConnection::on_response_end() {
 }
 
 void Http1UpstreamConnection::finish_exchange() {
-  if (tls_ && !tls_session_kept_) {
-    // After a response the server's session ticket has come: the next connection resumes.
-    if (SSL_SESSION* s = tls_->resumable_session()) {
-      pool_.keep_tls_session(s);
-      tls_session_kept_ = true;
-    }
-  }
+  keep_tls_session(); // after a response the server's session ticket has come
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
   // Reusable only when both directions ended cleanly and nothing extra arrived. A bodiless
@@ -472,7 +421,7 @@ void Http1UpstreamConnection::finish_exchange() {
     c->on_upstream_end();
 }
 
-void Http1UpstreamConnection::fail(UpstreamError e) {
+void Http1UpstreamConnection::fail(UpstreamError e, bool counted) {
   UpstreamStreamListener* c = client_;
   client_ = nullptr;
   bool connect_failed = is_connect_failure(e);
@@ -481,13 +430,14 @@ void Http1UpstreamConnection::fail(UpstreamError e) {
                       : response_seen_ || e == UpstreamError::RESPONSE_TIMEOUT
                           ? Delivery::ANSWERED
                           : Delivery::UNANSWERED;
-  if (connect_failed)
+  if (connect_failed && !counted)
     pool_.note_connect_failed(e);
   // Lost the keep-alive race: the upstream closed a connection idle this long just as it was
   // reused. The pool learns from it as from a close seen while idle.
   if (delivery == Delivery::UNANSWERED && reused_after_idle_ > 0)
     conns_.note_idle_closed(reused_after_idle_);
-  pool_.metrics().errors[static_cast<int>(e)].inc();
+  if (!counted)
+    pool_.metrics().errors[static_cast<int>(e)].inc();
   close();
   if (c)
     c->on_upstream_error(e, delivery);
@@ -497,8 +447,7 @@ void Http1UpstreamConnection::close() {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
-  if (tls_ && tls_->established())
-    tls_->shutdown(); // close_notify, best effort: the socket closes either way
+  end_tls(); // close_notify, best effort: the socket closes either way
   close_socket();
   out_.clear();
   conns_.on_closed(this); // disposes of this, its queued flush cancelled

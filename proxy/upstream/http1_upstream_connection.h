@@ -5,11 +5,10 @@
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
 #include "core/intrusive_list.h"
-#include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
-#include "tls/tls_session.h"
 #include "upstream/upstream_stream.h"
+#include "upstream/upstream_socket.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
@@ -20,7 +19,7 @@ namespace portico::upstream {
 class UpstreamPool;
 class Http1ConnectionPool;
 
-class Http1UpstreamConnection final : public core::SocketConnection,
+class Http1UpstreamConnection final : public UpstreamSocket,
                                       public UpstreamStream,
                                       private http::Http1ResponseParser::Sink {
 public:
@@ -72,16 +71,16 @@ private:
   void on_readable() override;
   void on_writable() override;
   void on_timer() override;
-  void on_connected();
-  // TLS ([[cluster]] tls): the handshake after connect(2), still within connect_timeout.
-  void drive_handshake();
+  // connect(2) finished, or the TLS handshake after it moved (upstream_socket.h).
+  void advance();
   // The exchange-carrying half of on_connected, once the connection (and TLS) is up.
   void on_established();
   // OpenSSL holds decrypted bytes the socket will not signal: read again next iteration.
   void release_input();
   void reread_pending_tls();
   void flush();
-  void fail(UpstreamError e);
+  // counted: the error is in the metrics already (a failed connect, reported as it was met).
+  void fail(UpstreamError e, bool counted = false);
   void finish_exchange();
   void run_deferred() override;
   // After a 101: bytes are relayed as they come, until either side ends.
@@ -92,7 +91,6 @@ private:
   void on_response_trailer(std::string_view name, std::string_view value) override;
   void on_response_end() override;
 
-  UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
   Http1ConnectionPool& conns_; // where it idles between exchanges
   State state_ = State::CONNECTING;
   double last_read_ = 0;
@@ -105,8 +103,6 @@ private:
   http::Arena arena_;
   http::UpstreamResponseHead head_;
   http::Http1ResponseParser parser_;
-  std::unique_ptr<tls::TlsSession> tls_; // null: cleartext
-  bool tls_session_kept_ = false;        // this connection's session offered to the pool
   UpstreamStreamListener* client_ = nullptr;
   uint32_t requests_ = 0;
   BodyFraming framing_ = BodyFraming::NONE;

@@ -49,7 +49,7 @@ const nghttp2_session_callbacks* Http2UpstreamConnection::callbacks() {
 }
 
 Http2UpstreamConnection::Http2UpstreamConnection(Http2ConnectionPool& conns, int fd)
-    : SocketConnection(conns.owner().loop(), fd), pool_(conns.owner()), conns_(conns) {
+    : UpstreamSocket(conns.owner(), fd), conns_(conns) {
   nghttp2_option* opt;
   PORTICO_NGHTTP2_MUST(nghttp2_option_new(&opt));
   nghttp2_option_set_no_auto_window_update(opt, 1);
@@ -162,18 +162,10 @@ void Http2UpstreamConnection::flush() {
     out_.append(data, static_cast<size_t>(n));
   }
   if (!out_.empty()) {
-    if (tls_) {
-      tls::TlsSession::Io r = tls_->write(out_);
-      if (r == tls::TlsSession::Io::CLOSED || r == tls::TlsSession::Io::ERROR) {
-        close(UpstreamError::RESET);
-        return;
-      }
-    } else {
-      ssize_t w = out_.write_to(fd_);
-      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-        close(UpstreamError::RESET);
-        return;
-      }
+    ssize_t w = write_out(out_);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      close(UpstreamError::RESET);
+      return;
     }
   }
   if (out_.empty() && !nghttp2_session_want_write(session_))
@@ -191,10 +183,8 @@ void Http2UpstreamConnection::flush() {
 }
 
 void Http2UpstreamConnection::on_writable() {
-  if (state_ == State::CONNECTING && tls_)
-    drive_handshake();
-  else if (state_ == State::CONNECTING)
-    on_connected();
+  if (state_ == State::CONNECTING)
+    advance();
   else
     flush();
 }
@@ -209,53 +199,12 @@ void Http2UpstreamConnection::on_timer() {
   }
 }
 
-void Http2UpstreamConnection::on_connected() {
-  if (!connect_succeeded(fd_)) {
-    pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED);
-    pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
-    close(UpstreamError::CONNECT_REFUSED);
-    return;
-  }
-  if (pool_.tls()) {
-    tls_ = pool_.start_tls(fd_);
-    if (!tls_) {
-      close(UpstreamError::LOCAL_RESOURCES);
-      return;
-    }
-    drive_handshake();
-    return;
-  }
-  on_established();
-}
-
-void Http2UpstreamConnection::drive_handshake() {
-  const char* why = nullptr;
-  switch (tls_->handshake()) {
-  case tls::TlsSession::Io::OK:
-    if (tls_->alpn() == "h2") {
-      on_established();
-      return;
-    }
-    why = "the upstream did not agree to h2 (ALPN)";
-    break;
-  case tls::TlsSession::Io::WANT_READ:
-    ev_io_stop(pool_.loop(), &wev_);
-    ev_io_start(pool_.loop(), &rev_);
-    return;
-  case tls::TlsSession::Io::WANT_WRITE: ev_io_start(pool_.loop(), &wev_); return;
-  case tls::TlsSession::Io::CLOSED:
-  case tls::TlsSession::Io::ERROR: why = tls_->failure_reason(); break;
-  }
-  pool_.tls_failed(why);
-  close(UpstreamError::CONNECT_REFUSED);
-}
-
-void Http2UpstreamConnection::keep_tls_session() {
-  if (!tls_ || tls_session_kept_)
-    return;
-  if (SSL_SESSION* s = tls_->resumable_session()) {
-    pool_.keep_tls_session(s);
-    tls_session_kept_ = true;
+void Http2UpstreamConnection::advance() {
+  UpstreamError why;
+  switch (advance_connect("h2", &why)) {
+  case Connect::ESTABLISHED: on_established(); return;
+  case Connect::WAITING: return;
+  case Connect::FAILED: close(why); return;
   }
 }
 
@@ -274,7 +223,7 @@ void Http2UpstreamConnection::on_established() {
 void Http2UpstreamConnection::on_readable() {
   if (state_ == State::CONNECTING) {
     if (tls_)
-      drive_handshake();
+      advance(); // the handshake waits for the upstream's reply
     return;
   }
   for (int i = 0; i < kReadsPerWakeup && (state_ == State::OPEN || state_ == State::DRAINING);
@@ -282,7 +231,7 @@ void Http2UpstreamConnection::on_readable() {
     if (!in_)
       in_ = core::BlockPool::local().get();
     size_t n = 0;
-    Read r = read_once(tls_.get(), in_->data, core::kBlockSize, &n);
+    Read r = read_some(in_->data, core::kBlockSize, &n);
     if (r == Read::WOULD_BLOCK)
       break;
     if (r != Read::DATA) {
@@ -294,7 +243,7 @@ void Http2UpstreamConnection::on_readable() {
       close(UpstreamError::PROTOCOL_ERROR);
       return;
     }
-    if (n < core::kBlockSize && !(tls_ && tls_->pending()))
+    if (n < core::kBlockSize && !tls_pending())
       break;
   }
   if (in_) {
@@ -303,7 +252,7 @@ void Http2UpstreamConnection::on_readable() {
   }
   if (tls_) {
     keep_tls_session(); // a session ticket has come by the first response
-    if (tls_->pending() && state_ != State::CLOSED)
+    if (tls_pending() && state_ != State::CLOSED)
       ev_feed_event(pool_.loop(), &rev_, EV_READ); // decrypted bytes the socket will not signal
   }
   // SETTINGS and PING acknowledgements, window updates.
@@ -481,8 +430,7 @@ void Http2UpstreamConnection::close(UpstreamError e) {
   if (state_ == State::CLOSED)
     return;
   state_ = State::CLOSED;
-  if (tls_ && tls_->established())
-    tls_->shutdown(); // close_notify, best effort
+  end_tls(); // close_notify, best effort
   close_socket();
   out_.clear();
   // Every stream still carrying a request fails. One the connect never carried was not

@@ -8,11 +8,10 @@
 #include "core/byte_queue.h"
 #include "core/intrusive_list.h"
 #include "core/small_allocator.h"
-#include "core/socket_connection.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
-#include "tls/tls_session.h"
 #include "upstream/http2_upstream_stream.h"
+#include "upstream/upstream_socket.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
@@ -25,7 +24,7 @@ namespace portico::upstream {
 class UpstreamPool;
 class Http2ConnectionPool;
 
-class Http2UpstreamConnection final : public core::SocketConnection {
+class Http2UpstreamConnection final : public UpstreamSocket {
 public:
   enum class State { CONNECTING, OPEN, DRAINING, CLOSED };
 
@@ -66,21 +65,16 @@ private:
   void on_readable() override;
   void on_writable() override;
   void on_timer() override;
-  void on_connected();
-  // TLS ([[cluster]] tls, ALPN h2): the handshake after connect(2), within connect_timeout.
-  void drive_handshake();
+  // connect(2) finished, or the TLS handshake after it moved ([[cluster]] tls: ALPN h2).
+  void advance();
   void on_established();
-  void keep_tls_session();
   void flush();
   void end_response(Http2UpstreamStream& st);
   void stream_gone(Http2UpstreamStream* st);
   void arm_idle();
 
-  UpstreamPool& pool_;         // the endpoint: loop, limits, health, metrics
   Http2ConnectionPool& conns_; // its siblings to the same endpoint
   State state_ = State::CONNECTING;
-  std::unique_ptr<tls::TlsSession> tls_; // null: cleartext h2c
-  bool tls_session_kept_ = false;
   nghttp2_session* session_ = nullptr;
   // timer_ (SocketConnection): the connect timeout, then idle retirement.
   core::Block* in_ = nullptr;

@@ -70,7 +70,7 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
   // and RFC 9113 8.3.1): name the upstream instead, as nginx's proxy_pass does with Host.
   std::string_view authority = req.authority;
   if (authority.empty()) {
-    const EndpointSpec& ep = conn_.pool_.endpoint();
+    const core::EndpointSpec& ep = conn_.pool_.endpoint();
     authority = ep.is_unix ? std::string_view("localhost")
                            : arena_.copy(ep.host + ":" + std::to_string(ep.port));
   }

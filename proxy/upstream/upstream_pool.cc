@@ -15,7 +15,7 @@ namespace portico::upstream {
 
 namespace log = core::log;
 
-UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
+UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, core::EndpointSpec spec,
                            const config::ClusterConfig& cluster, int max_connections,
                            metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges,
                            SSL_CTX* tls)
@@ -33,7 +33,7 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, 
   queue_timer_.data = this;
   if (cluster.health_check.enabled)
     checker_ = std::make_unique<HealthChecker>(*this, cluster.health_check);
-  if (auto a = literal_address(spec_))
+  if (auto a = core::literal_address(spec_))
     set_address(*a);
 }
 
@@ -129,7 +129,7 @@ bool UpstreamPool::connect_for(UpstreamStreamListener* listener, bool from_queue
     listener->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
     return false;
   }
-  int fd = connect_nonblocking(address_);
+  int fd = core::connect_nonblocking(address_);
   if (fd < 0) {
     if (errno == EAGAIN && conns_->connections() > 0 && cluster_.queue_timeout > 0) {
       // A unix socket's listen backlog is full: the upstream is at capacity, not gone. Wait
@@ -146,7 +146,7 @@ bool UpstreamPool::connect_for(UpstreamStreamListener* listener, bool from_queue
   return true;
 }
 
-void UpstreamPool::set_address(const SocketAddress& a) {
+void UpstreamPool::set_address(const core::SocketAddress& a) {
   address_ = a;
   has_address_ = true;
   serve_waiters();

@@ -10,7 +10,7 @@
 #include "metrics/worker_metrics.h"
 #include "tls/tls_session.h"
 #include "upstream/connection_pool.h"
-#include "upstream/upstream_endpoint.h"
+#include "core/endpoint_address.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <algorithm>
@@ -27,7 +27,7 @@ class HealthChecker;
 class UpstreamPool {
 public:
   // tls: the cluster's client context (referenced while the pool lives), or null.
-  UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, EndpointSpec spec,
+  UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, core::EndpointSpec spec,
                const config::ClusterConfig& cluster, int max_connections,
                metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges,
                SSL_CTX* tls = nullptr);
@@ -51,7 +51,7 @@ public:
   ConnectionPool& connections() { return *conns_; }
   uint64_t connects() const { return connects_; }
 
-  const EndpointSpec& endpoint() const { return spec_; }
+  const core::EndpointSpec& endpoint() const { return spec_; }
   // TLS to this endpoint: the context (null: cleartext), the name sent and verified, and the
   // last session a connection here left, which the next one resumes.
   SSL_CTX* tls() const { return tls_; }
@@ -64,9 +64,9 @@ public:
   // A connection's handshake failed (why): logged, the endpoint held down, counted.
   void tls_failed(const char* why);
   // The endpoint's address, once known (a name waits for the resolver; requests queue).
-  void set_address(const SocketAddress& a);
+  void set_address(const core::SocketAddress& a);
   bool has_address() const { return has_address_; }
-  const SocketAddress& address() const { return address_; }
+  const core::SocketAddress& address() const { return address_; }
   // Exchanges that point at this pool (for the access log, the deferral queue), whatever they
   // are doing: a pool whose address a name no longer resolves to is destroyed only once none
   // is left, and nothing is queued or connected (unused()).
@@ -130,13 +130,13 @@ private:
 
   struct ev_loop* loop_;
   core::DeferredQueue& deferred_;
-  EndpointSpec spec_;
+  core::EndpointSpec spec_;
   SSL_CTX* tls_ = nullptr;
   std::string tls_server_name_;
   SSL_SESSION* tls_session_ = nullptr;
   std::unique_ptr<HealthChecker> checker_; // with health_check
   const config::ClusterConfig& cluster_;
-  SocketAddress address_;
+  core::SocketAddress address_;
   bool has_address_ = false;
   size_t max_; // 0: unlimited
   metrics::ClusterMetrics& metrics_;

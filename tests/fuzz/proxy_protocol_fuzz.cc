@@ -4,7 +4,7 @@
 // the check. What DONE promises is checked (a bounded header ending where it says, one family
 // for both ends), addresses it returns must read back through encode_v1 / encode_v2, and the
 // first bytes also make two addresses of their own for encode_* to write and parse to read.
-#include "server/proxy_protocol.h"
+#include "core/proxy_protocol.h"
 
 #include <arpa/inet.h>
 #include <sys/un.h>
@@ -18,7 +18,7 @@
 
 namespace {
 
-namespace pp = portico::server::proxy_protocol;
+namespace pp = portico::core::proxy_protocol;
 
 #define FUZZ_CHECK(cond)                                                                           \
   do {                                                                                             \

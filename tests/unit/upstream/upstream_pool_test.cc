@@ -90,7 +90,7 @@ protected:
       ASSERT_EQ(::listen(listen_fd_, 16), 0);
     }
     cluster_.endpoints = {"unix:" + path};
-    auto spec = parse_endpoint(cluster_.endpoints[0]);
+    auto spec = core::parse_endpoint(cluster_.endpoints[0]);
     ASSERT_TRUE(spec);
     metrics_ = std::make_unique<metrics::ClusterMetrics>(&bounds_, 1);
     pool_ = std::make_unique<UpstreamPool>(loop_, *deferred_, *spec, cluster_, 1, *metrics_,

@@ -1,28 +1,28 @@
-#include "upstream/proxied_exchange.h"
+#include "routing/proxied_exchange.h"
 
-#include "upstream/grpc_status.h"
+#include "routing/grpc_status.h"
 
 #include "http/http1_writer.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream_connection.h"
 #include "upstream/request_fields.h"
-#include "upstream/retry_policy.h"
+#include "routing/retry_policy.h"
 
 #include <algorithm>
 #include <cassert>
 #include <charconv>
 
-namespace portico::upstream {
+namespace portico::routing {
 
 namespace {
 
 constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
 
-int status_for(UpstreamError e) {
+int status_for(upstream::UpstreamError e) {
   switch (e) {
-  case UpstreamError::CONNECT_TIMEOUT:
-  case UpstreamError::RESPONSE_TIMEOUT: return 504;
-  case UpstreamError::LOCAL_RESOURCES: return 503;
+  case upstream::UpstreamError::CONNECT_TIMEOUT:
+  case upstream::UpstreamError::RESPONSE_TIMEOUT: return 504;
+  case upstream::UpstreamError::LOCAL_RESOURCES: return 503;
   default: return 502;
   }
 }
@@ -35,7 +35,7 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
   return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
 }
 
-void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+void ProxiedExchange::start(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
                             metrics::RouteMetrics& route, metrics::AccessLog* log,
                             uint32_t* in_flight, double tunnel_timeout,
                             const RouteOptions* options) {
@@ -43,7 +43,7 @@ void ProxiedExchange::start(server::Exchange& ex, Cluster& cluster, const Forwar
   p->options_ = options;
   if (tunnel_timeout > 0) {
     p->tunnel_timeout_ = tunnel_timeout;
-    p->framing_ = BodyFraming::TUNNEL;
+    p->framing_ = upstream::BodyFraming::TUNNEL;
   }
   double deadline = options && options->timeout > 0 ? options->timeout : 0;
   if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
@@ -94,8 +94,8 @@ void ProxiedExchange::on_deadline() {
   fail(504);
 }
 
-ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
-                                 const ForwardingOptions& fwd, metrics::RouteMetrics& route,
+ProxiedExchange::ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster,
+                                 const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
                                  metrics::AccessLog* log)
     : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
       log_(log), ex_loop_(ex.loop()) {
@@ -106,7 +106,7 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, Cluster& cluster,
       !fwd.trusted_proxies.empty() && core::in_any(fwd.trusted_proxies, ex.client_address()), &ex};
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
-  framing_ = body_framing(ex.request(),
+  framing_ = upstream::body_framing(ex.request(),
                           ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
 }
 
@@ -133,7 +133,7 @@ void ProxiedExchange::set_state(State next) {
   state_ = next;
 }
 
-void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
+void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
   set_state(State::REQUEST);
   up_ = &up;
   double now = ev_time();
@@ -146,7 +146,7 @@ void ProxiedExchange::on_upstream_ready(UpstreamStream& up) {
   // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
   // Sent without draining while it may be needed once more.
   // A tunnel's bytes wait for its 101 (open_tunnel): before it they would be read as HTTP.
-  if (framing_ != BodyFraming::TUNNEL)
+  if (framing_ != upstream::BodyFraming::TUNNEL)
     replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
   if (!replayable_)
     replay_.clear();
@@ -171,7 +171,7 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
     return;
   route_metrics_.bytes_received.inc(data.size());
   bytes_in_ += data.size();
-  bool before_101 = framing_ == BodyFraming::TUNNEL && !tunnel_; // held, never dropped
+  bool before_101 = framing_ == upstream::BodyFraming::TUNNEL && !tunnel_; // held, never dropped
   if (replayable_ || !up_ || before_101) {
     if (up_ && !before_101 && replay_.size() + data.size() > kReplayLimit) {
       replayable_ = false; // too large to keep: this request will not be retried
@@ -180,7 +180,7 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
       replay_.append(data);
     }
   }
-  if (up_ && (framing_ != BodyFraming::TUNNEL || tunnel_)) {
+  if (up_ && (framing_ != upstream::BodyFraming::TUNNEL || tunnel_)) {
     write_body(data);
     if (up_->buffered() > kUpstreamHigh && !client_paused_) {
       client_paused_ = true;
@@ -202,7 +202,7 @@ void ProxiedExchange::on_request_end(server::Exchange& ex) {
   }
   // An HTTP/2 client's END_STREAM on a WebSocket CONNECT ends its side of the tunnel to come;
   // an HTTP/1.1 client's handshake request simply ends (its EOF ends the tunnel later).
-  if (framing_ == BodyFraming::TUNNEL && ex.request().version == http::Version::HTTP_2)
+  if (framing_ == upstream::BodyFraming::TUNNEL && ex.request().version == http::Version::HTTP_2)
     client_shut_early_ = true;
   request_ended_ = true;
   if (up_)
@@ -228,7 +228,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   for (const auto& f : h.headers) {
     // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
     has_connection |= f.name == "connection";
-    if (is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
+    if (upstream::is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
         f.name == "server")
       continue;
     fields.push_back(f);
@@ -237,7 +237,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   // a second pass only then.
   if (has_connection)
     std::erase_if(fields,
-                  [&](const http::Header& f) { return named_in_connection(h.headers, f.name); });
+                  [&](const http::Header& f) { return upstream::named_in_connection(h.headers, f.name); });
   if (options_ && options_->edits_response) {
     if (!options_->response_remove.empty())
       std::erase_if(fields, [&](const http::Header& f) {
@@ -246,11 +246,11 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
       });
     fields.insert(fields.end(), options_->response_add.begin(), options_->response_add.end());
   }
-  if (framing_ == BodyFraming::TUNNEL && h.status == 101) {
+  if (framing_ == upstream::BodyFraming::TUNNEL && h.status == 101) {
     open_tunnel(h, fields);
     return;
   }
-  if (framing_ == BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2 &&
+  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2 &&
       h.status < 300) {
     // An HTTP/2 client takes a 2xx to its extended CONNECT as the tunnel open (RFC 8441 5):
     // an upstream that answered without switching protocols did not open one.
@@ -329,14 +329,14 @@ void ProxiedExchange::on_request_trailers(server::Exchange& ex,
   // Kept for the chunked request's end; a request sent with Content-Length has no place
   // for them.
   for (const auto& t : trailers)
-    if (!is_hop_by_hop(t.name) && t.name != "content-length")
+    if (!upstream::is_hop_by_hop(t.name) && t.name != "content-length")
       request_trailers_.push_back({ex.arena().copy(t.name), ex.arena().copy(t.value)});
 }
 
 void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_view value) {
   // The upstream connection's arena is reset when it is handed to the next request, which
   // can happen before on_upstream_end: keep copies in the client exchange's arena.
-  if (!is_hop_by_hop(name) && name != "content-length")
+  if (!upstream::is_hop_by_hop(name) && name != "content-length")
     response_trailers_.push_back({ex_.arena().copy(name), ex_.arena().copy(value)});
 }
 
@@ -351,7 +351,7 @@ void ProxiedExchange::on_upstream_end() {
     ex_.end_response_with_trailers(response_trailers_);
 }
 
-void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
+void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) {
   up_ = nullptr;
   if (state_ == State::RESPONSE) {
     set_state(State::FINISHED);
@@ -370,7 +370,7 @@ void ProxiedExchange::on_upstream_error(UpstreamError e, Delivery delivery) {
                          e, delivery, ex_.request().method, replayable_);
   // A connect that failed goes to another endpoint (this one is now held down), as nginx's
   // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
-  UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_.pick() : pool_;
+  upstream::UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_.pick() : pool_;
   if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
     fail(status_for(e));
     return;
@@ -445,4 +445,4 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   pool_->deferred().dispose(this);
 }
 
-} // namespace portico::upstream
+} // namespace portico::routing

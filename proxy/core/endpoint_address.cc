@@ -1,7 +1,8 @@
-#include "upstream/upstream_endpoint.h"
+#include "core/endpoint_address.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <netinet/in.h>
@@ -9,30 +10,43 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-namespace portico::upstream {
+namespace portico::core {
 
-std::optional<EndpointSpec> parse_endpoint(std::string_view text) {
+expected<EndpointSpec, std::string> parse_endpoint(std::string_view text) {
   EndpointSpec e;
   e.text = std::string(text);
+  if (text.find("://") != std::string_view::npos)
+    return unexpected(std::string("is a URL; an endpoint is unix:/path or HOST:PORT"));
   if (text.starts_with("unix:")) {
     e.is_unix = true;
     e.path = std::string(text.substr(5));
-    if (e.path.empty() || e.path[0] != '/' || e.path.size() >= sizeof(sockaddr_un::sun_path))
-      return std::nullopt;
+    if (e.path.empty() || e.path[0] != '/')
+      return unexpected(std::string("needs an absolute path after unix:"));
+    if (e.path.size() >= sizeof(sockaddr_un::sun_path))
+      return unexpected("has a unix socket path longer than " +
+                        std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
     return e;
   }
   auto colon = text.rfind(':');
-  if (colon == std::string_view::npos)
-    return std::nullopt;
+  if (colon == std::string_view::npos || colon + 1 == text.size())
+    return unexpected(std::string("is not unix:/path or HOST:PORT"));
   std::string_view port = text.substr(colon + 1);
   auto r = std::from_chars(port.data(), port.data() + port.size(), e.port);
   if (r.ec != std::errc() || r.ptr != port.data() + port.size() || e.port <= 0 || e.port > 65535)
-    return std::nullopt;
+    return unexpected(std::string("has a port that is not 1 to 65535"));
   std::string_view host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+  bool bracketed = host.starts_with('[');
+  if (bracketed != host.ends_with(']') ||
+      (!bracketed && host.find(':') != std::string_view::npos))
+    return unexpected(std::string("needs brackets around an IPv6 address: [::1]:PORT"));
+  if (bracketed)
     host = host.substr(1, host.size() - 2);
   if (host.empty())
-    return std::nullopt;
+    return unexpected(std::string("has no host"));
+  for (char ch : host)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != ':' &&
+        ch != '_')
+      return unexpected(std::string("has a host that is not an address or a DNS name"));
   e.host = std::string(host);
   in6_addr a6;
   in_addr a4;
@@ -93,4 +107,4 @@ bool connect_succeeded(int fd) {
   return err == 0;
 }
 
-} // namespace portico::upstream
+} // namespace portico::core

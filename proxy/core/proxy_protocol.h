@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace portico::server::proxy_protocol {
+namespace portico::core::proxy_protocol {
 
 // What the header says. When local (v2 LOCAL, v1 UNKNOWN, v2 PROXY with an UNSPEC family) the
 // connection's own addresses stand and source / destination are left zeroed.
@@ -62,4 +62,4 @@ std::string encode_v2(const sockaddr_storage& src, const sockaddr_storage& dst);
 // AF_UNIX and "unknown" for anything else.
 std::string address_text(const sockaddr_storage& a);
 
-} // namespace portico::server::proxy_protocol
+} // namespace portico::core::proxy_protocol

@@ -1,9 +1,9 @@
-#include "upstream/grpc_status.h"
+#include "routing/grpc_status.h"
 
 #include <charconv>
 #include <string>
 
-namespace portico::upstream::grpc {
+namespace portico::routing::grpc {
 
 bool is_grpc(const http::RequestHead& req) {
   const http::Header* ct = req.find("content-type");
@@ -81,4 +81,4 @@ std::optional<double> timeout_of(const http::RequestHead& req) {
   return static_cast<double>(n) * unit;
 }
 
-} // namespace portico::upstream::grpc
+} // namespace portico::routing::grpc

@@ -7,22 +7,22 @@
 #include "metrics/worker_metrics.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
-#include "upstream/proxied_exchange.h"
+#include "routing/proxied_exchange.h"
 #include "upstream/request_writer.h"
 
 #include <memory>
 #include <re2/re2.h>
 #include <vector>
 
-namespace portico::upstream {
+namespace portico::routing {
 
 class Router final : public server::RequestHandler {
 public:
-  Router(const config::Config& cfg, std::vector<std::shared_ptr<Cluster>> clusters,
+  Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::Cluster>> clusters,
          metrics::WorkerMetrics& metrics,
          const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs);
   void on_request(server::Exchange& ex) override;
-  const std::vector<std::shared_ptr<Cluster>>& clusters() const { return clusters_; }
+  const std::vector<std::shared_ptr<upstream::Cluster>>& clusters() const { return clusters_; }
   // Exchanges started here and not yet destroyed: after a reload, the old router (and the
   // configuration, metrics and access logs they use) is freed once none is left.
   uint32_t in_flight() const { return in_flight_; }
@@ -56,12 +56,12 @@ private:
   void rewrite(server::Exchange& ex, const config::RouteConfig& r, const Compiled& c);
 
   const config::Config& cfg_;
-  std::vector<std::shared_ptr<Cluster>> clusters_;
+  std::vector<std::shared_ptr<upstream::Cluster>> clusters_;
   metrics::WorkerMetrics& metrics_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
-  ForwardingOptions fwd_;
+  upstream::ForwardingOptions fwd_;
   std::vector<Compiled> compiled_; // by route
   uint32_t in_flight_ = 0;
 };
 
-} // namespace portico::upstream
+} // namespace portico::routing

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace portico::upstream::grpc {
+namespace portico::routing::grpc {
 
 // content-type application/grpc, or application/grpc+proto and the like.
 bool is_grpc(const http::RequestHead& req);
@@ -23,4 +23,4 @@ void respond_error(server::Exchange& ex, int http_status, std::string_view messa
 // nullopt when absent or malformed (then there is no deadline, as gRPC servers read it).
 std::optional<double> timeout_of(const http::RequestHead& req);
 
-} // namespace portico::upstream::grpc
+} // namespace portico::routing::grpc

@@ -1,12 +1,15 @@
 #pragma once
 // Where an upstream lives: "unix:/path", "IP:PORT", "[v6]:PORT", or "name:PORT" (resolved with
-// c-ares by the cluster, re-resolved when the answer expires).
+// c-ares by the cluster, re-resolved when the answer expires); the config loader checks
+// endpoints and resolvers with the same parser the clusters use.
+#include "core/expected.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
 
-namespace portico::upstream {
+namespace portico::core {
 
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -23,7 +26,9 @@ struct EndpointSpec {
   bool numeric = false; // host is an IP literal: no resolver needed
 };
 
-std::optional<EndpointSpec> parse_endpoint(std::string_view text);
+// The endpoint text parsed, or why it is not one ("is a URL; an endpoint is unix:/path or
+// HOST:PORT", "has a port that is not 1 to 65535", ...), to follow the endpoint in a message.
+expected<EndpointSpec, std::string> parse_endpoint(std::string_view text);
 // The socket address of a unix or numeric endpoint.
 std::optional<SocketAddress> literal_address(const EndpointSpec& e);
 // Starts a non-blocking connect. Returns the fd (connect in progress or done) or -1 with errno.
@@ -31,4 +36,4 @@ int connect_nonblocking(const SocketAddress& a);
 // Once the socket is writable: whether that connect succeeded.
 bool connect_succeeded(int fd);
 
-} // namespace portico::upstream
+} // namespace portico::core

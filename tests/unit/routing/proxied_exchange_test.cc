@@ -9,7 +9,7 @@
 #include "server/exchange.h"
 #include "upstream/cluster.h"
 #include "upstream/dns_resolver.h"
-#include "upstream/proxied_exchange.h"
+#include "routing/proxied_exchange.h"
 
 #include <ev.h>
 #include <gtest/gtest.h>
@@ -19,8 +19,9 @@
 #include <unistd.h>
 #include <vector>
 
-namespace portico::upstream {
+namespace portico::routing {
 namespace {
+using namespace portico::upstream;
 
 class FakeExchange final : public server::Exchange {
 public:
@@ -322,4 +323,4 @@ TEST_F(ProxiedExchangeTest, APostTheUpstreamDroppedUnansweredIsNotSentAgain) {
 }
 
 } // namespace
-} // namespace portico::upstream
+} // namespace portico::routing

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-namespace portico::upstream {
+namespace portico::routing {
 
 // Why a request was sent again, as portico_upstream_retries_total{reason} labels it.
 enum class RetryReason : uint8_t {
@@ -34,15 +34,15 @@ struct RetryPolicy {
 
 // The reason to send the request again, or none. body_held: every body byte that left for the
 // upstream is still in the proxy (so far, for a body the client is still sending).
-inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, UpstreamError e,
-                                               Delivery delivery, std::string_view method,
+inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, upstream::UpstreamError e,
+                                               upstream::Delivery delivery, std::string_view method,
                                                bool body_held) {
-  if (!body_held || e == UpstreamError::LOCAL_RESOURCES)
+  if (!body_held || e == upstream::UpstreamError::LOCAL_RESOURCES)
     return std::nullopt; // trying again at once would meet the same shortage
   switch (delivery) {
-  case Delivery::NOT_DELIVERED:
-    return is_connect_failure(e) ? RetryReason::CONNECT_FAILED : RetryReason::REFUSED_STREAM;
-  case Delivery::UNANSWERED:
+  case upstream::Delivery::NOT_DELIVERED:
+    return upstream::is_connect_failure(e) ? RetryReason::CONNECT_FAILED : RetryReason::REFUSED_STREAM;
+  case upstream::Delivery::UNANSWERED:
     if (!policy.retry_unanswered)
       return std::nullopt;
     if (is_idempotent(method))
@@ -50,9 +50,9 @@ inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, Upstre
     if (policy.retry_non_idempotent)
       return RetryReason::NON_IDEMPOTENT;
     return std::nullopt;
-  case Delivery::ANSWERED: return std::nullopt;
+  case upstream::Delivery::ANSWERED: return std::nullopt;
   }
   return std::nullopt;
 }
 
-} // namespace portico::upstream
+} // namespace portico::routing

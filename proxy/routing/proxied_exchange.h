@@ -16,13 +16,15 @@
 #include <vector>
 
 namespace portico::upstream {
-
 class Cluster;
 class UpstreamPool;
+} // namespace portico::upstream
+
+namespace portico::routing {
 
 class ProxiedExchange final : public core::Disposable,
                               public server::ExchangeListener,
-                              public UpstreamStreamListener {
+                              public upstream::UpstreamStreamListener {
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried once
   // their first bytes have left for the upstream.
@@ -56,7 +58,7 @@ public:
   // configuration they started with is no longer used), or null. tunnel_timeout > 0: the
   // request is a WebSocket handshake its route lets through, and the tunnel a 101 opens
   // closes after this long without a byte. options: the route's, or null.
-  static void start(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+  static void start(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
                     metrics::RouteMetrics& route, metrics::AccessLog* log,
                     uint32_t* in_flight = nullptr, double tunnel_timeout = 0,
                     const RouteOptions* options = nullptr);
@@ -64,7 +66,7 @@ public:
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
 private:
-  ProxiedExchange(server::Exchange& ex, Cluster& cluster, const ForwardingOptions& fwd,
+  ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
                   metrics::RouteMetrics& route, metrics::AccessLog* log);
   void log_access(server::Exchange& ex, double now);
 
@@ -73,13 +75,13 @@ private:
   void on_response_writable(server::Exchange& ex) override;
   void on_exchange_close(server::Exchange& ex) override;
 
-  void on_upstream_ready(UpstreamStream& up) override;
+  void on_upstream_ready(upstream::UpstreamStream& up) override;
   void on_upstream_head(const http::UpstreamResponseHead& head) override;
   void on_upstream_body(std::string_view data) override;
   void on_upstream_trailer(std::string_view name, std::string_view value) override;
   void on_request_trailers(server::Exchange& ex, std::span<const http::Header> trailers) override;
   void on_upstream_end() override;
-  void on_upstream_error(UpstreamError e, Delivery delivery) override;
+  void on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) override;
   void on_upstream_writable() override;
   void on_queue_timeout() override;
   bool is_head_request() const override { return ex_.request().is_head(); }
@@ -97,8 +99,8 @@ private:
   void open_tunnel(const http::UpstreamResponseHead& h, std::span<const http::Header> fields);
 
   server::Exchange& ex_;
-  Cluster& cluster_;
-  const ForwardingOptions& fwd_;
+  upstream::Cluster& cluster_;
+  const upstream::ForwardingOptions& fwd_;
   metrics::RouteMetrics& route_metrics_;
   double started_at_;   // ev_time(): the request head is complete
   double phase_at_ = 0; // waiting for a connection since, then handed to one at
@@ -110,10 +112,10 @@ private:
   // For the access log: phase times of the last attempt, and the body sizes.
   double queue_ = 0, connect_ = 0, first_byte_ = 0;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
-  UpstreamPool* pool_ = nullptr;
-  UpstreamStream* up_ = nullptr;
-  BodyFraming framing_ = BodyFraming::NONE;
-  ClientOrigin client_origin_;
+  upstream::UpstreamPool* pool_ = nullptr;
+  upstream::UpstreamStream* up_ = nullptr;
+  upstream::BodyFraming framing_ = upstream::BodyFraming::NONE;
+  upstream::ClientOrigin client_origin_;
   core::ByteQueue replay_;                      // request body so far, while it may still be resent
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
@@ -137,4 +139,4 @@ private:
 
 const char* to_string(ProxiedExchange::State s);
 
-} // namespace portico::upstream
+} // namespace portico::routing

@@ -1,9 +1,9 @@
-#include "upstream/router.h"
+#include "routing/router.h"
 
-#include "upstream/grpc_status.h"
-#include "upstream/proxied_exchange.h"
+#include "routing/grpc_status.h"
+#include "routing/proxied_exchange.h"
 
-namespace portico::upstream {
+namespace portico::routing {
 
 namespace {
 // "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
@@ -16,7 +16,7 @@ std::string_view strip_port(std::string_view a) {
 }
 } // namespace
 
-Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<Cluster>> clusters,
+Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::Cluster>> clusters,
                metrics::WorkerMetrics& metrics,
                const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs)
     : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics), access_logs_(access_logs) {
@@ -222,4 +222,4 @@ void Router::reject(server::Exchange& ex, size_t route, int status, std::string_
     ex.respond(status, "text/plain", body);
 }
 
-} // namespace portico::upstream
+} // namespace portico::routing

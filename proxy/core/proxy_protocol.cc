@@ -1,4 +1,4 @@
-#include "server/proxy_protocol.h"
+#include "core/proxy_protocol.h"
 
 #include "core/expected.h"
 
@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace portico::server::proxy_protocol {
+namespace portico::core::proxy_protocol {
 
 namespace {
 
@@ -476,4 +476,4 @@ std::string address_text(const sockaddr_storage& a) {
   return text ? text : "unknown";
 }
 
-} // namespace portico::server::proxy_protocol
+} // namespace portico::core::proxy_protocol

@@ -1,5 +1,5 @@
 // The PROXY protocol codec: v1 and v2 parsing, strictness, and encode_v1 / encode_v2 read back.
-#include "server/proxy_protocol.h"
+#include "core/proxy_protocol.h"
 
 #include <arpa/inet.h>
 #include <sys/un.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-namespace portico::server::proxy_protocol {
+namespace portico::core::proxy_protocol {
 
 // So that a failed EXPECT_EQ on a Status says which.
 void PrintTo(Status s, std::ostream* os) {
@@ -500,4 +500,4 @@ TEST(ProxyProtocol, AddressText) {
 }
 
 } // namespace
-} // namespace portico::server::proxy_protocol
+} // namespace portico::core::proxy_protocol

@@ -1,10 +1,11 @@
 // retry_reason: a request goes upstream again only when that cannot apply it twice.
-#include "upstream/retry_policy.h"
+#include "routing/retry_policy.h"
 
 #include <gtest/gtest.h>
 
-namespace portico::upstream {
+namespace portico::routing {
 namespace {
+using namespace portico::upstream;
 
 constexpr RetryPolicy kDefault{};
 
@@ -50,4 +51,4 @@ TEST(RetryPolicy, AnsweredOrBodyNotHeldIsNeverRetried) {
 }
 
 } // namespace
-} // namespace portico::upstream
+} // namespace portico::routing
