@@ -1,8 +1,8 @@
 #include "core/endpoint_address.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <netinet/in.h>
@@ -36,8 +36,7 @@ expected<EndpointSpec, std::string> parse_endpoint(std::string_view text) {
     return unexpected(std::string("has a port that is not 1 to 65535"));
   std::string_view host = text.substr(0, colon);
   bool bracketed = host.starts_with('[');
-  if (bracketed != host.ends_with(']') ||
-      (!bracketed && host.find(':') != std::string_view::npos))
+  if (bracketed != host.ends_with(']') || (!bracketed && host.find(':') != std::string_view::npos))
     return unexpected(std::string("needs brackets around an IPv6 address: [::1]:PORT"));
   if (bracketed)
     host = host.substr(1, host.size() - 2);

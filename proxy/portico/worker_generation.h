@@ -11,9 +11,9 @@
 #include "core/deferred_queue.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
+#include "routing/router.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
-#include "routing/router.h"
 
 #include <cstdint>
 #include <memory>

@@ -3,10 +3,10 @@
 #include "routing/grpc_status.h"
 
 #include "http/http1_writer.h"
+#include "routing/retry_policy.h"
 #include "upstream/cluster.h"
 #include "upstream/http1_upstream_connection.h"
 #include "upstream/request_fields.h"
-#include "routing/retry_policy.h"
 
 #include <algorithm>
 #include <cassert>
@@ -35,9 +35,9 @@ metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
   return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
 }
 
-void ProxiedExchange::start(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
-                            metrics::RouteMetrics& route, metrics::AccessLog* log,
-                            uint32_t* in_flight, double tunnel_timeout,
+void ProxiedExchange::start(server::Exchange& ex, upstream::Cluster& cluster,
+                            const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
+                            metrics::AccessLog* log, uint32_t* in_flight, double tunnel_timeout,
                             const RouteOptions* options) {
   auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
   p->options_ = options;
@@ -95,8 +95,8 @@ void ProxiedExchange::on_deadline() {
 }
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster,
-                                 const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
-                                 metrics::AccessLog* log)
+                                 const upstream::ForwardingOptions& fwd,
+                                 metrics::RouteMetrics& route, metrics::AccessLog* log)
     : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
       log_(log), ex_loop_(ex.loop()) {
   ev_init(&deadline_, deadline_cb);
@@ -106,8 +106,8 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluste
       !fwd.trusted_proxies.empty() && core::in_any(fwd.trusted_proxies, ex.client_address()), &ex};
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
-  framing_ = upstream::body_framing(ex.request(),
-                          ex.request().version == http::Version::HTTP_2 && !ex.request_ended());
+  framing_ = upstream::body_framing(ex.request(), ex.request().version == http::Version::HTTP_2 &&
+                                                      !ex.request_ended());
 }
 
 const char* to_string(ProxiedExchange::State s) {
@@ -236,8 +236,9 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   // Fields the upstream's Connection names are for this hop only (RFC 9110 7.6.1): rare, so
   // a second pass only then.
   if (has_connection)
-    std::erase_if(fields,
-                  [&](const http::Header& f) { return upstream::named_in_connection(h.headers, f.name); });
+    std::erase_if(fields, [&](const http::Header& f) {
+      return upstream::named_in_connection(h.headers, f.name);
+    });
   if (options_ && options_->edits_response) {
     if (!options_->response_remove.empty())
       std::erase_if(fields, [&](const http::Header& f) {

@@ -58,16 +58,17 @@ public:
   // configuration they started with is no longer used), or null. tunnel_timeout > 0: the
   // request is a WebSocket handshake its route lets through, and the tunnel a 101 opens
   // closes after this long without a byte. options: the route's, or null.
-  static void start(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
-                    metrics::RouteMetrics& route, metrics::AccessLog* log,
-                    uint32_t* in_flight = nullptr, double tunnel_timeout = 0,
-                    const RouteOptions* options = nullptr);
+  static void start(server::Exchange& ex, upstream::Cluster& cluster,
+                    const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
+                    metrics::AccessLog* log, uint32_t* in_flight = nullptr,
+                    double tunnel_timeout = 0, const RouteOptions* options = nullptr);
   ~ProxiedExchange() override;
   static metrics::Protocol protocol_of(const server::Exchange& ex);
 
 private:
-  ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster, const upstream::ForwardingOptions& fwd,
-                  metrics::RouteMetrics& route, metrics::AccessLog* log);
+  ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster,
+                  const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
+                  metrics::AccessLog* log);
   void log_access(server::Exchange& ex, double now);
 
   void on_request_body(server::Exchange& ex, std::string_view data) override;

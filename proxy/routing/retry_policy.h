@@ -41,7 +41,8 @@ inline std::optional<RetryReason> retry_reason(const RetryPolicy& policy, upstre
     return std::nullopt; // trying again at once would meet the same shortage
   switch (delivery) {
   case upstream::Delivery::NOT_DELIVERED:
-    return upstream::is_connect_failure(e) ? RetryReason::CONNECT_FAILED : RetryReason::REFUSED_STREAM;
+    return upstream::is_connect_failure(e) ? RetryReason::CONNECT_FAILED
+                                           : RetryReason::REFUSED_STREAM;
   case upstream::Delivery::UNANSWERED:
     if (!policy.retry_unanswered)
       return std::nullopt;

@@ -5,9 +5,9 @@
 #include "config/config.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
+#include "routing/proxied_exchange.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
-#include "routing/proxied_exchange.h"
 #include "upstream/request_writer.h"
 
 #include <memory>

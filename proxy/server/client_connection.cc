@@ -1,9 +1,9 @@
 #include "server/client_connection.h"
 
 #include "core/error_log.h"
+#include "core/proxy_protocol.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
-#include "core/proxy_protocol.h"
 #include "server/server_context.h"
 #include "tls/tls_session.h"
 

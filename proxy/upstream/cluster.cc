@@ -69,10 +69,11 @@ UpstreamPool& Cluster::add_pool(const core::EndpointSpec& spec, size_t endpoint)
 void Cluster::resolve(size_t index) {
   core::EndpointSpec e = *core::parse_endpoint(cfg_.endpoints[index]);
   std::weak_ptr<bool> alive = alive_;
-  resolver_.resolve(e.host, e.port, [this, index, alive](std::vector<core::SocketAddress> a, int ttl) {
-    if (auto guard = alive.lock(); guard && *guard)
-      on_resolved(index, std::move(a), ttl);
-  });
+  resolver_.resolve(e.host, e.port,
+                    [this, index, alive](std::vector<core::SocketAddress> a, int ttl) {
+                      if (auto guard = alive.lock(); guard && *guard)
+                        on_resolved(index, std::move(a), ttl);
+                    });
 }
 
 void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> addresses, int ttl) {

@@ -1,8 +1,8 @@
 #include "upstream/http1_upstream_connection.h"
 
+#include "core/proxy_protocol.h"
 #include "http/http1_writer.h"
 #include "server/exchange.h"
-#include "core/proxy_protocol.h"
 #include "upstream/http1_connection_pool.h"
 #include "upstream/upstream_pool.h"
 

@@ -7,8 +7,8 @@
 #include "core/intrusive_list.h"
 #include "http/arena.h"
 #include "http/http1_response_parser.h"
-#include "upstream/upstream_stream.h"
 #include "upstream/upstream_socket.h"
+#include "upstream/upstream_stream.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>

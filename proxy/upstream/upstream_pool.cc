@@ -15,10 +15,10 @@ namespace portico::upstream {
 
 namespace log = core::log;
 
-UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred, core::EndpointSpec spec,
-                           const config::ClusterConfig& cluster, int max_connections,
-                           metrics::ClusterMetrics& metrics, metrics::EndpointGauges& gauges,
-                           SSL_CTX* tls)
+UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred,
+                           core::EndpointSpec spec, const config::ClusterConfig& cluster,
+                           int max_connections, metrics::ClusterMetrics& metrics,
+                           metrics::EndpointGauges& gauges, SSL_CTX* tls)
     : loop_(loop), deferred_(deferred), spec_(std::move(spec)), tls_(tls), cluster_(cluster),
       max_(static_cast<size_t>(std::max(0, max_connections))), metrics_(metrics), gauges_(gauges) {
   if (tls_) {

@@ -6,11 +6,11 @@
 // protocol (Http1ConnectionPool, Http2ConnectionPool).
 #include "config/config.h"
 #include "core/deferred_queue.h"
+#include "core/endpoint_address.h"
 #include "core/intrusive_list.h"
 #include "metrics/worker_metrics.h"
 #include "tls/tls_session.h"
 #include "upstream/connection_pool.h"
-#include "core/endpoint_address.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <algorithm>

@@ -11,8 +11,7 @@ namespace portico::upstream {
 UpstreamSocket::UpstreamSocket(UpstreamPool& pool, int fd)
     : core::SocketConnection(pool.loop(), fd), pool_(pool) {}
 
-UpstreamSocket::Connect UpstreamSocket::advance_connect(std::string_view alpn,
-                                                        UpstreamError* why) {
+UpstreamSocket::Connect UpstreamSocket::advance_connect(std::string_view alpn, UpstreamError* why) {
   if (!tls_) {
     if (!core::connect_succeeded(fd_)) {
       pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED);

@@ -6,10 +6,10 @@
 // has gone.
 #include "core/deferred_queue.h"
 #include "metrics/worker_metrics.h"
+#include "routing/proxied_exchange.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
 #include "upstream/dns_resolver.h"
-#include "routing/proxied_exchange.h"
 
 #include <ev.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Cluster::share, how a cluster's connection limit is split among the workers, and endpoint
 // parsing.
-#include "upstream/cluster.h"
 #include "core/endpoint_address.h"
+#include "upstream/cluster.h"
 
 #include <gtest/gtest.h>
 
