@@ -171,6 +171,8 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
     return;
   route_metrics_.bytes_received.inc(data.size());
   bytes_in_ += data.size();
+  if (state_ == State::FINISHED)
+    return; // answered already (a 502, a 504): nothing is going upstream any more
   bool before_101 = framing_ == upstream::BodyFraming::TUNNEL && !tunnel_; // held, never dropped
   if (replayable_ || !up_ || before_101) {
     if (up_ && !before_101 && replay_.size() + data.size() > kReplayLimit) {

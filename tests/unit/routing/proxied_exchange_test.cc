@@ -322,5 +322,21 @@ TEST_F(ProxiedExchangeTest, APostTheUpstreamDroppedUnansweredIsNotSentAgain) {
     ::close(fd);
 }
 
+TEST_F(ProxiedExchangeTest, ABodyStillComingAfterA502IsDroppedNotHeld) {
+  // The proxy answered (no upstream) while the client was still sending: what follows is
+  // read and dropped, never held for an upstream that will not come, nor a reason to pause
+  // the client (whose connection would then hang until a timeout).
+  make_cluster(false);
+  FakeExchange ex(loop_, "POST", 3 * 64 * 1024);
+  start(ex);
+  ASSERT_TRUE(run_until([&] { return ex.status == 502; }));
+  std::string chunk(64 * 1024, 'x');
+  for (int i = 0; i < 3; ++i)
+    ex.body(chunk);
+  EXPECT_EQ(ex.pauses, 0);
+  ex.end_request();
+  EXPECT_TRUE(ex.closed);
+}
+
 } // namespace
 } // namespace portico::routing
