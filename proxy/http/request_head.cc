@@ -2,6 +2,14 @@
 
 namespace portico::http {
 
+std::string_view host_of(std::string_view a) {
+  if (!a.empty() && a.front() == '[') {
+    auto close = a.find(']');
+    return close == std::string_view::npos ? a : a.substr(0, close + 1);
+  }
+  return a.substr(0, a.find(':'));
+}
+
 std::string_view query_param(std::string_view query, std::string_view key) {
   while (!query.empty()) {
     auto amp = query.find('&');

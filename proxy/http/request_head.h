@@ -53,5 +53,7 @@ struct RequestHead {
 
 // The value of query parameter key in a query string ("a=1&id=7"), undecoded.
 std::string_view query_param(std::string_view query, std::string_view key);
+// An authority without its port: "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
+std::string_view host_of(std::string_view authority);
 
 } // namespace portico::http

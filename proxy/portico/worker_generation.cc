@@ -2,6 +2,7 @@
 
 #include "config/config_diff.h"
 #include "core/block_pool.h"
+#include "filters/registry.h"
 
 namespace portico::proxy {
 
@@ -61,8 +62,8 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
             ? nullptr
             : std::make_unique<metrics::AccessLog>(services.loop, spec_.access_log_fds[i],
                                                    cfg.listeners[i].access_log_format == "json"));
-  router_ =
-      std::make_unique<routing::Router>(cfg, std::move(clusters), *spec_.metrics, access_logs_);
+  router_ = std::make_unique<routing::Router>(cfg, std::move(clusters), *spec_.metrics,
+                                              access_logs_, filters::registry(), services.deferred);
 }
 
 WorkerGeneration::~WorkerGeneration() {

@@ -1,7 +1,6 @@
 #include "routing/grpc_status.h"
 
 #include <charconv>
-#include <string>
 
 namespace portico::routing::grpc {
 
@@ -32,31 +31,18 @@ int status_for(int http_status) {
   }
 }
 
-void respond_error(server::Exchange& ex, int http_status, std::string_view message) {
-  // grpc-message is percent-encoded UTF-8 (the gRPC HTTP/2 protocol document): anything but
-  // printable ASCII other than '%' is escaped.
-  std::string encoded;
+void append_message(std::string& out, std::string_view message) {
+  // Anything but printable ASCII other than '%' is escaped (the gRPC HTTP/2 protocol document).
   for (unsigned char c : message) {
     if (c >= 0x20 && c < 0x7f && c != '%') {
-      encoded.push_back(static_cast<char>(c));
+      out.push_back(static_cast<char>(c));
     } else {
       static constexpr char kHex[] = "0123456789ABCDEF";
-      encoded += '%';
-      encoded += kHex[c >> 4];
-      encoded += kHex[c & 15];
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
     }
   }
-  char code[4];
-  auto end = std::to_chars(code, code + sizeof code, status_for(http_status)).ptr;
-  http::Header fields[] = {{"content-type", "application/grpc"},
-                           {"grpc-status", {code, static_cast<size_t>(end - code)}},
-                           {"grpc-message", encoded}};
-  http::ResponseHead head;
-  head.status = 200;
-  head.content_length = 0; // the HEADERS frame ends the stream: trailers-only
-  head.more = fields;
-  ex.send_head(head);
-  ex.end_response();
 }
 
 std::optional<double> timeout_of(const http::RequestHead& req) {

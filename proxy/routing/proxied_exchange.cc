@@ -1,16 +1,12 @@
 #include "routing/proxied_exchange.h"
 
-#include "routing/grpc_status.h"
-
-#include "http/http1_writer.h"
+#include "http/http1_response_parser.h"
 #include "routing/retry_policy.h"
 #include "upstream/cluster.h"
-#include "upstream/http1_upstream_connection.h"
 #include "upstream/request_fields.h"
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 
 namespace portico::routing {
 
@@ -29,78 +25,10 @@ int status_for(upstream::UpstreamError e) {
 
 } // namespace
 
-metrics::Protocol ProxiedExchange::protocol_of(const server::Exchange& ex) {
-  if (ex.request().version != http::Version::HTTP_2)
-    return metrics::Protocol::H1;
-  return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
-}
-
-void ProxiedExchange::start(server::Exchange& ex, upstream::Cluster& cluster,
-                            const upstream::ForwardingOptions& fwd, metrics::RouteMetrics& route,
-                            metrics::AccessLog* log, uint32_t* in_flight, double tunnel_timeout,
-                            const RouteOptions* options) {
-  auto* p = new ProxiedExchange(ex, cluster, fwd, route, log);
-  p->options_ = options;
-  if (tunnel_timeout > 0) {
-    p->tunnel_timeout_ = tunnel_timeout;
-    p->framing_ = upstream::BodyFraming::TUNNEL;
-  }
-  double deadline = options && options->timeout > 0 ? options->timeout : 0;
-  if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
-    if (std::optional<double> t = grpc::timeout_of(ex.request()))
-      deadline = deadline > 0 ? std::min(deadline, std::max(*t, 1e-6)) : std::max(*t, 1e-6);
-  if (deadline > 0) {
-    ev_timer_set(&p->deadline_, deadline, 0);
-    ev_timer_start(ex.loop(), &p->deadline_);
-  }
-  if (in_flight) {
-    p->in_flight_ = in_flight;
-    ++*in_flight;
-  }
-  ex.set_listener(p);
-  p->pool_ = &cluster.pick();
-  p->pool_->hold();
-  p->phase_at_ = p->started_at_;
-  p->pool_->acquire(p, false);
-}
-
-ProxiedExchange::~ProxiedExchange() {
-  if (ev_is_active(&deadline_)) // most exchanges have none: no call for them
-    ev_timer_stop(ex_loop_, &deadline_);
-  if (pool_)
-    pool_->release();
-  if (in_flight_)
-    --*in_flight_;
-}
-
-void ProxiedExchange::deadline_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<ProxiedExchange*>(w->data)->on_deadline();
-}
-
-void ProxiedExchange::on_deadline() {
-  if (state_ == State::FINISHED)
-    return;
-  if (queued)
-    pool_->cancel(this);
-  if (up_) {
-    up_->detach(); // the upstream hears of it as a reset stream, or a closed connection
-    up_ = nullptr;
-  }
-  if (state_ == State::RESPONSE) {
-    set_state(State::FINISHED);
-    ex_.abort(); // the response has begun: only a reset tells the client
-    return;
-  }
-  fail(504);
-}
-
-ProxiedExchange::ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluster,
-                                 const upstream::ForwardingOptions& fwd,
-                                 metrics::RouteMetrics& route, metrics::AccessLog* log)
-    : ex_(ex), cluster_(cluster), fwd_(fwd), route_metrics_(route), started_at_(ev_time()),
-      log_(log), ex_loop_(ex.loop()) {
-  ev_init(&deadline_, deadline_cb);
-  deadline_.data = this;
+ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const RouterContext& ctx,
+                                 metrics::AccessLog* log)
+    : ex_(ex), cluster_(route.cluster), ctx_(ctx), record_(*route.metrics, log) {
+  const auto& fwd = *ctx.fwd;
   client_origin_ = {
       ex.client_address(), ex.over_tls(),
       !fwd.trusted_proxies.empty() && core::in_any(fwd.trusted_proxies, ex.client_address()), &ex};
@@ -108,6 +36,37 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, upstream::Cluster& cluste
   // HEADERS ended the stream.
   framing_ = upstream::body_framing(ex.request(), ex.request().version == http::Version::HTTP_2 &&
                                                       !ex.request_ended());
+  if (ctx.in_flight)
+    ++*ctx.in_flight;
+  ex.set_listener(this);
+  chain_ = FilterChain::make(route.filters, ex, *this, options_);
+}
+
+void ProxiedExchange::start(server::Exchange& ex, const Route& route, const RouterContext& ctx,
+                            metrics::AccessLog* log, double tunnel_timeout) {
+  auto* p = new ProxiedExchange(ex, route, ctx, log);
+  if (tunnel_timeout > 0) {
+    p->tunnel_timeout_ = tunnel_timeout;
+    p->framing_ = upstream::BodyFraming::TUNNEL;
+  }
+  if (p->chain_)
+    p->chain_->request_head(); // on to go_upstream once every filter let it pass
+  else
+    p->go_upstream();
+}
+
+void ProxiedExchange::answer(server::Exchange& ex, const Route& route, const RouterContext& ctx,
+                             metrics::AccessLog* log, int status, std::string_view body) {
+  auto* p = new ProxiedExchange(ex, route, ctx, log);
+  p->fail(status, body);
+}
+
+ProxiedExchange::~ProxiedExchange() {
+  delete chain_;
+  if (pool_)
+    pool_->release();
+  if (ctx_.in_flight)
+    --*ctx_.in_flight;
 }
 
 const char* to_string(ProxiedExchange::State s) {
@@ -133,44 +92,58 @@ void ProxiedExchange::set_state(State next) {
   state_ = next;
 }
 
-void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
-  set_state(State::REQUEST);
-  up_ = &up;
-  double now = ev_time();
-  queue_ = now - phase_at_;
-  connect_ = 0;
-  cluster_.metrics().queue_wait.observe(queue_);
-  phase_at_ = now;
-  up.send_head(ex_.request(), framing_, client_origin_, fwd_);
-  // The body so far, all of it: what arrived while queued (up to a client's flow-control
-  // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
-  // Sent without draining while it may be needed once more.
-  // A tunnel's bytes wait for its 101 (open_tunnel): before it they would be read as HTTP.
-  if (framing_ != upstream::BodyFraming::TUNNEL)
-    replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
-  if (!replayable_)
-    replay_.clear();
-  if (request_ended_)
-    finish_request();
-  if (client_paused_ && up.buffered() < kUpstreamHigh) {
-    client_paused_ = false;
-    ex_.resume_request_body();
+// ---- the client's side, through the filters ----
+
+void ProxiedExchange::on_request_body(server::Exchange&, std::string_view data) {
+  if (data.empty())
+    return;
+  record_.add_request_bytes(data.size());
+  // A tunnel's bytes are not HTTP: they bypass the filters (its head went through them).
+  if (chain_ && framing_ != upstream::BodyFraming::TUNNEL)
+    chain_->request_body(data, false);
+  else
+    upstream_body(data);
+}
+
+void ProxiedExchange::on_request_trailers(server::Exchange&,
+                                          std::span<const http::Header> trailers) {
+  request_had_trailers_ = true;
+  if (chain_)
+    chain_->request_trailers(trailers); // the request's end, through the filters
+  else
+    keep_trailers(trailers);
+}
+
+void ProxiedExchange::on_request_end(server::Exchange&) {
+  if (chain_ && framing_ != upstream::BodyFraming::TUNNEL) {
+    if (!request_had_trailers_)
+      chain_->request_body({}, true);
+  } else {
+    upstream_end();
   }
 }
 
-void ProxiedExchange::write_body(std::string_view data) {
-  up_->send_body(data);
+void ProxiedExchange::chain_request_body(std::string_view data, bool end) {
+  if (!data.empty())
+    upstream_body(data);
+  if (end)
+    upstream_end();
 }
 
-void ProxiedExchange::finish_request() {
-  up_->end_request(request_trailers_);
+void ProxiedExchange::chain_request_trailers(std::span<const http::Header> trailers) {
+  keep_trailers(trailers);
+  upstream_end();
 }
 
-void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view data) {
-  if (data.empty())
-    return;
-  route_metrics_.bytes_received.inc(data.size());
-  bytes_in_ += data.size();
+void ProxiedExchange::keep_trailers(std::span<const http::Header> trailers) {
+  // Kept for the chunked request's end; a request sent with Content-Length has no place
+  // for them.
+  for (const auto& t : trailers)
+    if (!upstream::is_hop_by_hop(t.name) && t.name != "content-length")
+      request_trailers_.push_back({ex_.arena().copy(t.name), ex_.arena().copy(t.value)});
+}
+
+void ProxiedExchange::upstream_body(std::string_view data) {
   if (state_ == State::FINISHED)
     return; // answered already (a 502, a 504): nothing is going upstream any more
   bool before_101 = framing_ == upstream::BodyFraming::TUNNEL && !tunnel_; // held, never dropped
@@ -182,21 +155,18 @@ void ProxiedExchange::on_request_body(server::Exchange& ex, std::string_view dat
       replay_.append(data);
     }
   }
-  if (up_ && (framing_ != upstream::BodyFraming::TUNNEL || tunnel_)) {
-    write_body(data);
-    if (up_->buffered() > kUpstreamHigh && !client_paused_) {
-      client_paused_ = true;
-      ex.pause_request_body();
-    }
-  } else if (replay_.size() > kReplayLimit && !client_paused_) {
+  if (up_ && !before_101) {
+    up_->send_body(data);
+    if (up_->buffered() > kUpstreamHigh)
+      hold_client(kHeldByUpstream, true);
+  } else if (replay_.size() > kReplayLimit) {
     // Waiting for a connection (or a tunnel's 101): hold the client back rather than buffer
     // without bound.
-    client_paused_ = true;
-    ex.pause_request_body();
+    hold_client(kHeldByUpstream, true);
   }
 }
 
-void ProxiedExchange::on_request_end(server::Exchange& ex) {
+void ProxiedExchange::upstream_end() {
   if (tunnel_) {
     if (up_)
       up_->end_request({}); // the client shut its side of the tunnel: so does ours upstream
@@ -204,26 +174,82 @@ void ProxiedExchange::on_request_end(server::Exchange& ex) {
   }
   // An HTTP/2 client's END_STREAM on a WebSocket CONNECT ends its side of the tunnel to come;
   // an HTTP/1.1 client's handshake request simply ends (its EOF ends the tunnel later).
-  if (framing_ == upstream::BodyFraming::TUNNEL && ex.request().version == http::Version::HTTP_2)
+  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2)
     client_shut_early_ = true;
   request_ended_ = true;
   if (up_)
-    finish_request();
+    up_->end_request(request_trailers_);
 }
 
-void ProxiedExchange::on_upstream_writable() {
-  if (client_paused_) {
-    client_paused_ = false;
+void ProxiedExchange::hold_client(uint8_t by, bool hold) {
+  uint8_t was = client_held_;
+  client_held_ = hold ? client_held_ | by : client_held_ & ~by;
+  if (closed_ || (was == 0) == (client_held_ == 0))
+    return;
+  if (client_held_)
+    ex_.pause_request_body();
+  else
     ex_.resume_request_body();
+}
+
+void ProxiedExchange::chain_answered(int status) {
+  // A filter answered (or cut the response): the upstream part ends here.
+  stop_upstream();
+  if (state_ != State::FINISHED)
+    set_state(State::FINISHED);
+  if (status)
+    record_.answered(status, metrics::AnsweredBy::PROXY);
+  hold_client(kHeldByUpstream | kHeldByChain, false); // what it still sends is dropped
+}
+
+// ---- the upstream's side ----
+
+void ProxiedExchange::go_upstream() {
+  if (!cluster_) {
+    fail(502); // the configuration gives every route a cluster or an answer: never here
+    return;
+  }
+  pool_ = &cluster_->pick();
+  pool_->hold();
+  phase_at_ = record_.started_at;
+  pool_->acquire(this, false);
+}
+
+void ProxiedExchange::stop_upstream() {
+  if (queued)
+    pool_->cancel(this);
+  if (up_) {
+    up_->detach(); // the upstream hears of it as a reset stream, or a closed connection
+    up_ = nullptr;
   }
 }
 
+void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
+  set_state(State::REQUEST);
+  up_ = &up;
+  double now = ev_time();
+  record_.queue = now - phase_at_;
+  record_.connect = 0;
+  cluster_->metrics().queue_wait.observe(record_.queue);
+  phase_at_ = now;
+  up.send_head(ex_.request(), framing_, client_origin_, *ctx_.fwd);
+  // The body so far, all of it: what arrived while queued (up to a client's flow-control
+  // window past kReplayLimit before the pause takes hold), or all of it again on a retry.
+  // Sent without draining while it may be needed once more.
+  // A tunnel's bytes wait for its 101 (open_tunnel): before it they would be read as HTTP.
+  if (framing_ != upstream::BodyFraming::TUNNEL)
+    replay_.for_each_run([&](std::string_view run) { up.send_body(run); });
+  if (!replayable_)
+    replay_.clear();
+  if (request_ended_)
+    up.end_request(request_trailers_);
+  if (up.buffered() < kUpstreamHigh)
+    hold_client(kHeldByUpstream, false);
+}
+
 void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
-  http::ResponseHead head;
-  head.status = h.status;
-  head.content_length = h.chunked ? -1 : h.content_length;
   // As many fields as the upstream sent (its parser bounds them in bytes); views into its
-  // head, valid through send_head. One vector per thread: no allocation once warm.
+  // head, valid through the call. One vector per thread: no allocation once warm.
   thread_local std::vector<http::Header> fields;
   fields.clear();
   bool has_connection = false;
@@ -241,99 +267,101 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     std::erase_if(fields, [&](const http::Header& f) {
       return upstream::named_in_connection(h.headers, f.name);
     });
-  if (options_ && options_->edits_response) {
-    if (!options_->response_remove.empty())
-      std::erase_if(fields, [&](const http::Header& f) {
-        return std::find(options_->response_remove.begin(), options_->response_remove.end(),
-                         f.name) != options_->response_remove.end();
-      });
-    fields.insert(fields.end(), options_->response_add.begin(), options_->response_add.end());
-  }
   if (framing_ == upstream::BodyFraming::TUNNEL && h.status == 101) {
-    open_tunnel(h, fields);
+    open_tunnel(fields);
     return;
   }
   if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2 &&
       h.status < 300) {
     // An HTTP/2 client takes a 2xx to its extended CONNECT as the tunnel open (RFC 8441 5):
     // an upstream that answered without switching protocols did not open one.
-    up_->detach();
-    up_ = nullptr;
+    stop_upstream();
     fail(502);
     return;
   }
-  head.more = fields;
   response_began(h.status);
-  ex_.send_head(head);
+  send_response_head(h.status, h.chunked ? -1 : h.content_length, fields, false);
+}
+
+void ProxiedExchange::send_response_head(int status, int64_t content_length,
+                                         std::vector<http::Header>& fields, bool tunnel) {
+  if (chain_) {
+    FilterResponseHead head{status, content_length, &fields, ResponseSource::UPSTREAM, tunnel};
+    chain_->response_head(head);
+    return;
+  }
+  http::ResponseHead head;
+  head.status = status;
+  head.content_length = content_length;
+  head.more = fields;
+  if (tunnel)
+    ex_.start_tunnel(head);
+  else
+    ex_.send_head(head);
 }
 
 void ProxiedExchange::response_began(int status) {
   set_state(State::RESPONSE);
-  answered_by_ = metrics::AnsweredBy::UPSTREAM;
-  status_ = status;
-  first_byte_ = ev_time() - phase_at_;
+  record_.answered(status, metrics::AnsweredBy::UPSTREAM);
+  record_.first_byte = ev_time() - phase_at_;
   if (up_ && up_->first_on_connection())
-    connect_ = up_->connect_seconds(); // a fresh connection: its connect is this request's
-  cluster_.metrics().first_byte.observe(first_byte_);
+    record_.connect = up_->connect_seconds(); // a fresh connection: its connect is this one's
+  cluster_->metrics().first_byte.observe(record_.first_byte);
 }
 
-void ProxiedExchange::open_tunnel(const http::UpstreamResponseHead& h,
-                                  std::span<const http::Header> fields) {
+void ProxiedExchange::open_tunnel(std::span<const http::Header> fields) {
   response_began(101);
   tunnel_ = true;
   replayable_ = false; // nothing is sent twice once the upstream has switched protocols
   // What the client sent before the 101 goes now, as the tunnel's first bytes.
   replay_.for_each_run([&](std::string_view run) { up_->send_body(run); });
   replay_.clear();
-  if (client_paused_) {
-    client_paused_ = false;
-    ex_.resume_request_body();
-  }
+  hold_client(kHeldByUpstream, false);
   up_->set_tunnel_timeout(tunnel_timeout_);
-  http::ResponseHead head;
-  head.content_length = -1;
   thread_local std::vector<http::Header> kept;
   kept.clear();
+  int status = 101;
   if (ex_.request().version == http::Version::HTTP_2) {
     // RFC 8441 5: the client's 2xx; Sec-WebSocket-Accept answers a key it never sent.
-    head.status = 200;
+    status = 200;
     for (const auto& f : fields)
       if (f.name != "sec-websocket-accept")
         kept.push_back(f);
   } else {
-    head.status = 101;
     kept.assign(fields.begin(), fields.end());
   }
-  head.more = kept;
-  ex_.start_tunnel(head);
+  send_response_head(status, -1, kept, true);
   if (client_shut_early_ && up_)
     up_->end_request({});
 }
 
 void ProxiedExchange::on_upstream_body(std::string_view data) {
-  route_metrics_.bytes_sent.inc(data.size());
-  bytes_out_ += data.size();
-  ex_.send_body(data);
-  if (up_ && !upstream_paused_ && ex_.above_high_watermark()) {
+  record_.add_response_bytes(data.size());
+  if (chain_ && !tunnel_)
+    chain_->response_body(data, false);
+  else
+    ex_.send_body(data);
+  maybe_pause_upstream();
+}
+
+void ProxiedExchange::maybe_pause_upstream() {
+  if (up_ && !upstream_paused_ &&
+      (ex_.above_high_watermark() || (chain_ && chain_->response_high()))) {
     upstream_paused_ = true;
     up_->pause_reading();
   }
 }
 
-void ProxiedExchange::on_response_writable(server::Exchange&) {
-  if (upstream_paused_ && up_) {
+void ProxiedExchange::maybe_resume_upstream() {
+  if (upstream_paused_ && up_ && !closed_ && !ex_.above_high_watermark() &&
+      !(chain_ && chain_->response_high())) {
     upstream_paused_ = false;
     up_->resume_reading();
   }
 }
 
-void ProxiedExchange::on_request_trailers(server::Exchange& ex,
-                                          std::span<const http::Header> trailers) {
-  // Kept for the chunked request's end; a request sent with Content-Length has no place
-  // for them.
-  for (const auto& t : trailers)
-    if (!upstream::is_hop_by_hop(t.name) && t.name != "content-length")
-      request_trailers_.push_back({ex.arena().copy(t.name), ex.arena().copy(t.value)});
+void ProxiedExchange::on_response_writable(server::Exchange&) {
+  maybe_resume_upstream();
 }
 
 void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_view value) {
@@ -346,12 +374,18 @@ void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_vie
 void ProxiedExchange::on_upstream_end() {
   set_state(State::FINISHED);
   up_ = nullptr;
-  cluster_.metrics().upstream.observe(ev_time() - phase_at_);
-  // Both may close the exchange (this is then disposed of, not yet destroyed).
-  if (response_trailers_.empty())
+  cluster_->metrics().upstream.observe(ev_time() - phase_at_);
+  // Each may close the exchange (this is then disposed of, not yet destroyed).
+  if (chain_ && !tunnel_) {
+    if (response_trailers_.empty())
+      chain_->response_body({}, true);
+    else
+      chain_->response_trailers(response_trailers_);
+  } else if (response_trailers_.empty()) {
     ex_.end_response();
-  else
+  } else {
     ex_.end_response_with_trailers(response_trailers_);
+  }
 }
 
 void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) {
@@ -361,19 +395,18 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
     ex_.abort(); // the client must see a cut response, never a clean short one
     return;
   }
-  const auto& cfg = cluster_.config();
+  const auto& cfg = cluster_->config();
   std::optional<RetryReason> why =
       retried_
           ? std::nullopt
-          : retry_reason({options_ && options_->retry_on_reset >= 0 ? options_->retry_on_reset == 1
-                                                                    : cfg.retry_on_reset,
-                          options_ && options_->retry_non_idempotent >= 0
-                              ? options_->retry_non_idempotent == 1
-                              : cfg.retry_non_idempotent},
-                         e, delivery, ex_.request().method, replayable_);
+          : retry_reason(
+                {options_.retry_on_reset >= 0 ? options_.retry_on_reset == 1 : cfg.retry_on_reset,
+                 options_.retry_non_idempotent >= 0 ? options_.retry_non_idempotent == 1
+                                                    : cfg.retry_non_idempotent},
+                e, delivery, ex_.request().method, replayable_);
   // A connect that failed goes to another endpoint (this one is now held down), as nginx's
   // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
-  upstream::UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_.pick() : pool_;
+  upstream::UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_->pick() : pool_;
   if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
     fail(status_for(e));
     return;
@@ -389,63 +422,36 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   pool_->acquire(this, true);
 }
 
-void ProxiedExchange::on_queue_timeout() {
-  fail(503);
-}
-
-void ProxiedExchange::fail(int status) {
-  set_state(State::FINISHED);
-  status_ = status;
-  answered_by_ = metrics::AnsweredBy::PROXY;
-  std::string_view reason = http::reason_phrase(status);
-  if (ex_.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex_.request())) {
-    grpc::respond_error(ex_, status, reason); // may close the exchange
-    return;
+void ProxiedExchange::fail(int status, std::string_view body) {
+  if (state_ != State::FINISHED)
+    set_state(State::FINISHED);
+  record_.answered(status, metrics::AnsweredBy::PROXY);
+  hold_client(kHeldByUpstream, false); // what the client still sends is dropped
+  char reason_body[64];
+  if (body.empty()) {
+    std::string_view reason = http::reason_phrase(status);
+    size_t n = std::min(reason.size(), sizeof reason_body - 1);
+    std::copy_n(reason.data(), n, reason_body);
+    reason_body[n++] = '\n';
+    body = {reason_body, n};
   }
-  char body[64];
-  size_t n = std::min(reason.size(), sizeof body - 1);
-  std::copy_n(reason.data(), n, body);
-  body[n++] = '\n';
-  ex_.respond(status, "text/plain", {body, n}); // may close the exchange
-}
-
-void ProxiedExchange::log_access(server::Exchange& ex, double now) {
-  const auto& req = ex.request();
-  metrics::AccessLogEntry e;
-  e.client = ex.client_address();
-  e.protocol = metrics::to_string(protocol_of(ex));
-  e.method = req.method;
-  e.authority = req.authority;
-  e.target = req.target;
-  e.status = status_;
-  e.bytes_in = bytes_in_;
-  e.bytes_out = bytes_out_;
-  e.queue = queue_;
-  e.connect = connect_;
-  e.first_byte = first_byte_;
-  e.total = now - started_at_;
-  e.upstream = pool_ ? std::string_view(pool_->endpoint().text) : std::string_view();
-  e.retries = retried_ ? 1 : 0;
-  log_->record(e);
+  // Each may close the exchange.
+  if (chain_)
+    chain_->local_reply(LocalReply{status, "text/plain", body, {}});
+  else
+    ex_.respond(status, "text/plain", body);
 }
 
 void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
-  // A client gone before any answer counts as 499, nginx's "client closed request".
-  route_metrics_.requests.inc(ex.listener_index(), protocol_of(ex), status_ ? status_ : 499,
-                              status_ ? answered_by_ : metrics::AnsweredBy::NONE);
-  double now = ev_time();
-  route_metrics_.duration.observe(now - started_at_);
-  if (log_)
-    log_access(ex, now);
-  if (ev_is_active(&deadline_))
-    ev_timer_stop(ex_loop_, &deadline_);
-  if (queued)
-    pool_->cancel(this);
-  if (up_)
-    up_->detach();
+  closed_ = true;
+  if (chain_)
+    chain_->close();
+  record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
+                retried_ ? 1 : 0);
+  stop_upstream();
   // Destroyed after the callback that closed the exchange has returned: the upstream side or
   // the client exchange may be below us on the stack.
-  pool_->deferred().dispose(this);
+  ctx_.deferred->dispose(this);
 }
 
 } // namespace portico::routing

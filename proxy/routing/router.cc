@@ -1,125 +1,58 @@
 #include "routing/router.h"
 
-#include "routing/grpc_status.h"
 #include "routing/proxied_exchange.h"
 
 namespace portico::routing {
 
-namespace {
-// "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
-std::string_view strip_port(std::string_view a) {
-  if (!a.empty() && a.front() == '[') {
-    auto close = a.find(']');
-    return close == std::string_view::npos ? a : a.substr(0, close + 1);
-  }
-  return a.substr(0, a.find(':'));
-}
-} // namespace
-
 Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::Cluster>> clusters,
                metrics::WorkerMetrics& metrics,
-               const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs)
-    : cfg_(cfg), clusters_(std::move(clusters)), metrics_(metrics), access_logs_(access_logs) {
+               const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs,
+               FilterRegistry filters, core::DeferredQueue& deferred)
+    : cfg_(cfg), clusters_(std::move(clusters)), access_logs_(access_logs) {
   fwd_.add_forwarded = cfg.server.add_forwarded;
   fwd_.trusted_proxies = cfg.server.trusted_proxies;
   fwd_.add_via = cfg.server.add_via;
   fwd_.request_id_header = cfg.server.request_id_header;
-  for (const auto& r : cfg.routes) {
-    Compiled c;
-    if (!r.path_regex.empty())
-      c.regex = std::make_unique<re2::RE2>(r.path_regex, re2::RE2::Quiet); // checked at load
-    c.options.timeout = r.timeout;
-    c.options.retry_on_reset = r.retry_on_reset;
-    c.options.retry_non_idempotent = r.retry_non_idempotent;
-    for (const auto& [name, value] : r.response_headers_add)
-      c.options.response_add.push_back({name, value});
-    c.options.response_remove = r.response_headers_remove;
-    for (const auto& [name, value] : r.request_headers_add)
-      c.request_add.push_back({name, value});
-    c.rewrites =
-        r.has_prefix_rewrite || !r.request_headers_add.empty() || !r.request_headers_remove.empty();
-    c.options.edits_response =
-        !r.response_headers_add.empty() || !r.response_headers_remove.empty();
-    compiled_.push_back(std::move(c));
+  ctx_ = {&fwd_, &deferred, &in_flight_};
+  auto add_filters = [&](Route& route, const config::RouteConfig* r) {
+    for (const auto& kind : filters)
+      if (auto factory = kind.make(r))
+        route.filters.push_back(std::move(factory));
+  };
+  routes_.resize(cfg.routes.size());
+  for (size_t i = 0; i < cfg.routes.size(); ++i) {
+    const auto& r = cfg.routes[i];
+    regexes_.push_back(
+        r.path_regex.empty() ? nullptr : std::make_unique<re2::RE2>(r.path_regex, re2::RE2::Quiet));
+    Route& route = routes_[i];
+    if (!r.cluster.empty())
+      route.cluster = clusters_[r.cluster_index].get();
+    route.metrics = &metrics.route(i);
+    add_filters(route, &r);
   }
+  no_route_.metrics = &metrics.route(cfg.routes.size());
+  add_filters(no_route_, nullptr);
 }
 
 Router::~Router() = default;
 
-bool Router::matches(const config::RouteConfig& r, const Compiled& c, const server::Exchange& ex,
-                     std::string_view path) const {
+bool Router::matches(const config::RouteConfig& r, const re2::RE2* regex,
+                     const server::Exchange& ex, std::string_view path) const {
   if (!r.scheme.empty() && (r.scheme == "https") != ex.over_tls())
     return false;
   if (!host_matches(r.host, ex.request().authority))
     return false;
   if (!r.path_exact.empty())
     return path == r.path_exact;
-  if (c.regex)
-    return re2::RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *c.regex);
+  if (regex)
+    return re2::RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *regex);
   return path.starts_with(r.path_prefix);
-}
-
-void Router::rewrite(server::Exchange& ex, const config::RouteConfig& r, const Compiled& c) {
-  http::RequestHead& req = ex.mutable_request();
-  if (r.has_prefix_rewrite) {
-    std::string target = r.prefix_rewrite;
-    std::string_view rest = req.target.substr(r.path_prefix.size());
-    // "/api/" rewritten to "/" and "/api/v1" to "/v1": no doubled or missing slash.
-    if (target.back() == '/' && !rest.empty() && rest.front() == '/')
-      rest.remove_prefix(1);
-    target.append(rest);
-    req.target = ex.arena().copy(target);
-  }
-  if (!r.request_headers_remove.empty())
-    std::erase_if(req.headers, [&](const http::Header& h) {
-      return std::find(r.request_headers_remove.begin(), r.request_headers_remove.end(), h.name) !=
-             r.request_headers_remove.end();
-    });
-  req.headers.insert(req.headers.end(), c.request_add.begin(), c.request_add.end());
-}
-
-void Router::redirect(server::Exchange& ex, size_t route) {
-  const config::RedirectAction& rd = cfg_.routes[route].redirect;
-  const auto& req = ex.request();
-  std::string_view scheme = !rd.scheme.empty() ? std::string_view(rd.scheme)
-                            : ex.over_tls()    ? std::string_view("https")
-                                               : std::string_view("http");
-  std::string_view host = rd.host.empty() ? req.authority : std::string_view(rd.host);
-  bool scheme_changes = scheme != (ex.over_tls() ? "https" : "http");
-  if (rd.host.empty() && scheme_changes)
-    host = strip_port(host); // the port was the old scheme's
-  std::string location;
-  location.append(scheme).append("://").append(host);
-  location.append(rd.path.empty() ? req.target : std::string_view(rd.path));
-  auto& m = metrics_.route(route);
-  m.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), rd.code,
-                 metrics::AnsweredBy::PROXY);
-  m.duration.observe(0);
-  std::string_view reason = http::reason_phrase(rd.code);
-  std::string body = std::string(reason) + "\n";
-  http::ResponseHead head;
-  head.status = rd.code;
-  head.content_length = static_cast<int64_t>(body.size());
-  head.add("location", location);
-  head.add("content-type", "text/plain");
-  ex.send_head(head);
-  ex.send_body(body);
-  ex.end_response();
-}
-
-void Router::direct_response(server::Exchange& ex, size_t route) {
-  const config::DirectResponse& d = cfg_.routes[route].direct_response;
-  auto& m = metrics_.route(route);
-  m.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), d.status,
-                 metrics::AnsweredBy::PROXY);
-  m.duration.observe(0);
-  ex.respond(d.status, d.content_type, d.body);
 }
 
 bool Router::host_matches(std::string_view pattern, std::string_view authority) {
   if (pattern.empty())
     return true;
-  authority = strip_port(authority);
+  authority = http::host_of(authority);
   if (pattern.starts_with("*.")) {
     std::string_view suffix = pattern.substr(1); // ".example.com"
     return authority.size() > suffix.size() &&
@@ -171,19 +104,8 @@ void Router::on_request(server::Exchange& ex) {
   std::string_view path = matching_path(req.path(), normalized);
   for (size_t i = 0; i < cfg_.routes.size(); ++i) {
     const auto& r = cfg_.routes[i];
-    if (!matches(r, compiled_[i], ex, path))
+    if (!matches(r, regexes_[i].get(), ex, path))
       continue;
-    if (r.has_redirect) {
-      redirect(ex, i);
-      return;
-    }
-    if (r.has_direct_response) {
-      direct_response(ex, i);
-      return;
-    }
-    metrics::AccessLog* log = ex.listener_index() < access_logs_.size()
-                                  ? access_logs_[ex.listener_index()].get()
-                                  : nullptr;
     // The header scans only where they can matter: a WebSocket route, or an extended CONNECT.
     double tunnel = 0;
     if (r.websocket) {
@@ -191,7 +113,8 @@ void Router::on_request(server::Exchange& ex) {
         // A handshake has no body (RFC 6455 4.1); one sent anyway would reach the upstream
         // as bytes after the head, where a server that declines the upgrade reads HTTP.
         if (req.version != http::Version::HTTP_2 && req.has_body()) {
-          reject(ex, i, 400, "a WebSocket handshake has no body\n");
+          ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 400,
+                                  "a WebSocket handshake has no body\n");
           return;
         }
         tunnel = r.upgrade_timeout;
@@ -199,27 +122,14 @@ void Router::on_request(server::Exchange& ex) {
     } else if (!req.protocol.empty() && req.is_websocket_upgrade()) {
       // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
       // extended CONNECT has no such reading.
-      reject(ex, i, 501, "websocket is not enabled on this route\n");
+      ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 501,
+                              "websocket is not enabled on this route\n");
       return;
     }
-    if (compiled_[i].rewrites)
-      rewrite(ex, r, compiled_[i]);
-    ProxiedExchange::start(ex, *clusters_[r.cluster_index], fwd_, metrics_.route(i), log,
-                           &in_flight_, tunnel, &compiled_[i].options);
+    ProxiedExchange::start(ex, routes_[i], ctx_, log_for(ex), tunnel);
     return;
   }
-  reject(ex, cfg_.routes.size(), 404, "no route\n");
-}
-
-void Router::reject(server::Exchange& ex, size_t route, int status, std::string_view body) {
-  auto& m = metrics_.route(route);
-  m.requests.inc(ex.listener_index(), ProxiedExchange::protocol_of(ex), status,
-                 metrics::AnsweredBy::PROXY);
-  m.duration.observe(0);
-  if (ex.request().version == http::Version::HTTP_2 && grpc::is_grpc(ex.request()))
-    grpc::respond_error(ex, status, body.substr(0, body.size() - 1));
-  else
-    ex.respond(status, "text/plain", body);
+  ProxiedExchange::answer(ex, no_route_, ctx_, log_for(ex), 404, "no route\n");
 }
 
 } // namespace portico::routing

@@ -1,11 +1,13 @@
 #pragma once
 // The proxy's request handler: matches a request's authority and path against the configured
-// routes (first match wins) and hands it to its cluster as a ProxiedExchange. One Router per
-// worker thread, with that worker's clusters.
+// routes (first match wins) and hands it to a ProxiedExchange with that route's filters and
+// cluster. One Router per worker thread, with that worker's clusters.
 #include "config/config.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
+#include "routing/filter_registry.h"
 #include "routing/proxied_exchange.h"
+#include "routing/route.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
 #include "upstream/request_writer.h"
@@ -18,9 +20,12 @@ namespace portico::routing {
 
 class Router final : public server::RequestHandler {
 public:
+  // filters: what each route may use, in run order (filters::registry()); deferred: the
+  // worker's, through which exchanges are destroyed.
   Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::Cluster>> clusters,
          metrics::WorkerMetrics& metrics,
-         const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs);
+         const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs,
+         FilterRegistry filters, core::DeferredQueue& deferred);
   void on_request(server::Exchange& ex) override;
   const std::vector<std::shared_ptr<upstream::Cluster>>& clusters() const { return clusters_; }
   // Exchanges started here and not yet destroyed: after a reload, the old router (and the
@@ -39,28 +44,21 @@ public:
   ~Router() override;
 
 private:
-  // What each route needs at request time, made once: its regex, its options, its fields.
-  struct Compiled {
-    std::unique_ptr<re2::RE2> regex;
-    ProxiedExchange::RouteOptions options;
-    std::vector<http::Header> request_add;
-    bool rewrites = false; // prefix_rewrite or request fields: the head is edited
-  };
-  bool matches(const config::RouteConfig& r, const Compiled& c, const server::Exchange& ex,
+  bool matches(const config::RouteConfig& r, const re2::RE2* regex, const server::Exchange& ex,
                std::string_view path) const;
-  // Answered here, counted under route (routes.size(): no route matched).
-  void reject(server::Exchange& ex, size_t route, int status, std::string_view body);
-  void redirect(server::Exchange& ex, size_t route);
-  void direct_response(server::Exchange& ex, size_t route);
-  // prefix_rewrite and the request field edits, in the exchange's own head.
-  void rewrite(server::Exchange& ex, const config::RouteConfig& r, const Compiled& c);
+  metrics::AccessLog* log_for(const server::Exchange& ex) const {
+    return ex.listener_index() < access_logs_.size() ? access_logs_[ex.listener_index()].get()
+                                                     : nullptr;
+  }
 
   const config::Config& cfg_;
   std::vector<std::shared_ptr<upstream::Cluster>> clusters_;
-  metrics::WorkerMetrics& metrics_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   upstream::ForwardingOptions fwd_;
-  std::vector<Compiled> compiled_; // by route
+  std::vector<std::unique_ptr<re2::RE2>> regexes_; // by route; null without path_regex
+  std::vector<Route> routes_;                      // by route
+  Route no_route_;                                 // for requests no route matched
+  RouterContext ctx_;
   uint32_t in_flight_ = 0;
 };
 

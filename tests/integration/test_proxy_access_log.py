@@ -60,6 +60,34 @@ class AccessLog(unittest.TestCase):
             self.assertGreaterEqual(d["total"], d["ttfb"])
             self.assertRegex(d["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
+    def test_answers_of_the_proxys_own_are_logged_too(self):
+        # A direct response, a redirect and a request no route matched each get their line,
+        # as a proxied one does, with no upstream.
+        path = os.path.join(self.tmp, "access-own.log")
+        routes = r"""
+[[route]]
+path_prefix = "/private/"
+direct_response = { status = 403, body = "no\n" }
+
+[[route]]
+host = "old.test"
+redirect = { host = "new.test", code = 308 }
+"""
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1, routes_first=routes,
+                      catch_all=False,
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": '"json"'})
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h1", "/private/x").status, 403)
+        self.assertEqual(curl(proxy, "h2c", "/a", ["-H", "Host: old.test"]).status, 308)
+        self.assertEqual(curl(proxy, "h1", "/nowhere").status, 404)
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            docs = [json.loads(l) for l in f.read().splitlines()]
+        self.assertEqual(sorted((d["path"], d["status"], d["upstream"]) for d in docs),
+                         [("/a", 308, ""), ("/nowhere", 404, ""), ("/private/x", 403, "")])
+
     def test_off_by_default(self):
         proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1)
         self.addCleanup(proxy.stop)

@@ -100,6 +100,7 @@ protected:
     cfg_.queue_timeout = 0.05;
     metrics_ = std::make_unique<metrics::ClusterMetrics>(&bounds_, 1);
     route_ = std::make_unique<metrics::RouteMetrics>(&bounds_);
+    ctx_ = {&fwd_, deferred_.get(), nullptr};
   }
   void TearDown() override {
     cluster_.reset();
@@ -125,9 +126,11 @@ protected:
     }
     cfg_.max_connections = max_connections;
     cluster_ = std::make_unique<Cluster>(loop_, *deferred_, *resolver_, cfg_, 0, 1, *metrics_);
+    route_entry_.cluster = cluster_.get();
+    route_entry_.metrics = route_.get();
   }
   void start(FakeExchange& ex) {
-    ProxiedExchange::start(ex, *cluster_, fwd_, *route_, nullptr);
+    ProxiedExchange::start(ex, route_entry_, ctx_, nullptr);
     // As the sessions do: a request without a body ends as soon as its head is handled.
     if (ex.request_ended() && ex.listener())
       ex.listener()->on_request_end(ex);
@@ -193,6 +196,8 @@ protected:
   std::unique_ptr<metrics::RouteMetrics> route_;
   std::unique_ptr<Cluster> cluster_;
   ForwardingOptions fwd_;
+  Route route_entry_;
+  RouterContext ctx_;
 };
 
 TEST_F(ProxiedExchangeTest, AResponseIsRelayedWhole) {

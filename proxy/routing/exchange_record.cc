@@ -1,0 +1,42 @@
+#include "routing/exchange_record.h"
+
+#include <ev.h>
+
+namespace portico::routing {
+
+metrics::Protocol protocol_of(const server::Exchange& ex) {
+  if (ex.request().version != http::Version::HTTP_2)
+    return metrics::Protocol::H1;
+  return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
+}
+
+ExchangeRecord::ExchangeRecord(metrics::RouteMetrics& route, metrics::AccessLog* log)
+    : route(route), log(log), started_at(ev_time()) {}
+
+void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream, int retries) {
+  route.requests.inc(ex.listener_index(), protocol_of(ex), status ? status : 499,
+                     status ? answered_by : metrics::AnsweredBy::NONE);
+  double now = ev_time();
+  route.duration.observe(now - started_at);
+  if (!log)
+    return;
+  const auto& req = ex.request();
+  metrics::AccessLogEntry e;
+  e.client = ex.client_address();
+  e.protocol = metrics::to_string(protocol_of(ex));
+  e.method = req.method;
+  e.authority = req.authority;
+  e.target = req.target;
+  e.status = status;
+  e.bytes_in = bytes_in;
+  e.bytes_out = bytes_out;
+  e.queue = queue;
+  e.connect = connect;
+  e.first_byte = first_byte;
+  e.total = now - started_at;
+  e.upstream = upstream;
+  e.retries = retries;
+  log->record(e);
+}
+
+} // namespace portico::routing

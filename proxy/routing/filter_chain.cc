@@ -1,0 +1,375 @@
+#include "routing/filter_chain.h"
+
+#include <cassert>
+
+namespace portico::routing {
+
+namespace {
+constexpr size_t kHigh = server::Exchange::kHighWatermark;
+constexpr size_t kLow = server::Exchange::kLowWatermark;
+} // namespace
+
+// Filter's helpers: each forwards to its chain with the filter's place in it.
+server::Exchange& Filter::exchange() const {
+  return chain_->exchange();
+}
+UpstreamOptions& Filter::upstream_options() const {
+  return chain_->upstream_options();
+}
+void Filter::continue_request() {
+  chain_->continue_request(index_);
+}
+void Filter::continue_response() {
+  chain_->continue_response(index_);
+}
+void Filter::pass_request_body(std::string_view data, bool end) {
+  chain_->pass_request_body(index_, data, end);
+}
+void Filter::pass_request_trailers(std::span<const http::Header> trailers) {
+  chain_->pass_request_trailers(index_, trailers);
+}
+void Filter::pass_response_body(std::string_view data, bool end) {
+  chain_->pass_response_body(index_, data, end);
+}
+void Filter::pass_response_trailers(std::span<const http::Header> trailers) {
+  chain_->pass_response_trailers(index_, trailers);
+}
+void Filter::respond(const LocalReply& reply) {
+  chain_->respond(index_, reply);
+}
+void Filter::fail(int status) {
+  chain_->fail(index_, status);
+}
+
+FilterChain* FilterChain::make(std::span<const std::unique_ptr<FilterFactory>> factories,
+                               server::Exchange& ex, Terminal& terminal, UpstreamOptions& options) {
+  FilterChain* chain = nullptr;
+  for (const auto& factory : factories) {
+    Filter* f = factory->create(ex);
+    if (!f)
+      continue;
+    if (!chain) {
+      chain = new FilterChain();
+      chain->ex_ = &ex;
+      chain->terminal_ = &terminal;
+      chain->options_ = &options;
+    }
+    assert(chain->count_ < kMaxFilters && "the registry lists at most kMaxFilters filters");
+    f->chain_ = chain;
+    f->index_ = chain->count_;
+    chain->filters_[chain->count_++] = f;
+  }
+  return chain;
+}
+
+FilterChain::~FilterChain() {
+  for (size_t i = 0; i < count_; ++i)
+    delete filters_[i];
+}
+
+void FilterChain::close() {
+  if (closed_)
+    return;
+  closed_ = true;
+  for (size_t i = 0; i < count_; ++i)
+    filters_[i]->on_exchange_close();
+}
+
+// ---- the request side ----
+
+void FilterChain::request_head() {
+  run_request_head(0);
+}
+
+void FilterChain::request_body(std::string_view data, bool end) {
+  run_request_body(0, data, end);
+  check_request_level();
+}
+
+void FilterChain::request_trailers(std::span<const http::Header> trailers) {
+  run_request_trailers(0, trailers);
+}
+
+void FilterChain::run_request_head(size_t from) {
+  http::RequestHead& req = ex_->mutable_request();
+  for (size_t i = from; i < count_; ++i) {
+    FilterStatus s = filters_[i]->on_request_head(req);
+    if (done())
+      return; // it answered, or the exchange is gone
+    if (s == FilterStatus::STOP) {
+      request_at_ = static_cast<uint8_t>(i);
+      request_held_ = true;
+      return;
+    }
+  }
+  request_at_ = count_;
+  terminal_->chain_request_head();
+}
+
+void FilterChain::run_request_body(size_t from, std::string_view data, bool end) {
+  for (size_t i = from; i < count_; ++i) {
+    if (done())
+      return;
+    if (request_held_ && i == request_at_) {
+      queue_body(request_queue_, data, end);
+      return;
+    }
+    if (filters_[i]->on_request_body(data, end) == FilterStatus::STOP)
+      return; // taken: the filter passes it on
+  }
+  if (!done())
+    terminal_->chain_request_body(data, end);
+}
+
+void FilterChain::run_request_trailers(size_t from, std::span<const http::Header> trailers) {
+  for (size_t i = from; i < count_; ++i) {
+    if (done())
+      return;
+    if (request_held_ && i == request_at_) {
+      queue_trailers(request_queue_, trailers);
+      return;
+    }
+    if (filters_[i]->on_request_trailers(trailers) == FilterStatus::STOP)
+      return;
+  }
+  if (!done())
+    terminal_->chain_request_trailers(trailers);
+}
+
+void FilterChain::continue_request(size_t i) {
+  assert(request_held_ && request_at_ == i && "continue_request from the filter holding it");
+  if (done() || !request_held_ || request_at_ != i)
+    return;
+  request_held_ = false;
+  run_request_head(i + 1);
+  replay_request(i);
+}
+
+void FilterChain::replay_request(size_t from) {
+  Queue q;
+  q.take(request_queue_);
+  q.bytes.for_each_run([&](std::string_view run) { run_request_body(from, run, false); });
+  if (q.has_trailers)
+    run_request_trailers(from, q.trailers);
+  else if (q.end)
+    run_request_body(from, {}, true);
+  check_request_level();
+}
+
+size_t FilterChain::request_held() const {
+  size_t n = request_queue_.bytes.size();
+  for (size_t i = 0; i < count_; ++i)
+    n += filters_[i]->request_buffered();
+  return n;
+}
+
+void FilterChain::check_request_level() {
+  if (done())
+    return;
+  size_t held = request_held();
+  if (!request_paused_ && held > kHigh) {
+    request_paused_ = true;
+    terminal_->chain_hold_request(true);
+  } else if (request_paused_ && held < kLow) {
+    request_paused_ = false;
+    terminal_->chain_hold_request(false);
+  }
+}
+
+// ---- the response side ----
+
+void FilterChain::response_head(FilterResponseHead& head) {
+  if (closed_)
+    return;
+  response_top_ = count_;
+  response_begun_ = true;
+  run_response_head(count_, head);
+}
+
+void FilterChain::response_body(std::string_view data, bool end) {
+  run_response_body(response_top_, data, end);
+  check_response_level();
+}
+
+void FilterChain::response_trailers(std::span<const http::Header> trailers) {
+  run_response_trailers(response_top_, trailers);
+}
+
+void FilterChain::run_response_head(size_t below, FilterResponseHead& head) {
+  for (size_t i = below; i-- > 0;) {
+    FilterStatus s = filters_[i]->on_response_head(head);
+    if (closed_)
+      return;
+    if (s == FilterStatus::STOP) {
+      hold_response_head(i, head);
+      return;
+    }
+  }
+  send_head_to_client(head);
+}
+
+void FilterChain::run_response_body(size_t below, std::string_view data, bool end) {
+  for (size_t i = below; i-- > 0;) {
+    if (closed_)
+      return;
+    if (response_held_ && i == response_at_) {
+      queue_body(response_queue_, data, end);
+      return;
+    }
+    if (filters_[i]->on_response_body(data, end) == FilterStatus::STOP)
+      return;
+  }
+  if (!closed_)
+    send_body_to_client(data, end);
+}
+
+void FilterChain::run_response_trailers(size_t below, std::span<const http::Header> trailers) {
+  for (size_t i = below; i-- > 0;) {
+    if (closed_)
+      return;
+    if (response_held_ && i == response_at_) {
+      queue_trailers(response_queue_, trailers);
+      return;
+    }
+    if (filters_[i]->on_response_trailers(trailers) == FilterStatus::STOP)
+      return;
+  }
+  if (!closed_)
+    ex_->end_response_with_trailers(trailers); // may close the exchange
+}
+
+void FilterChain::hold_response_head(size_t at, const FilterResponseHead& head) {
+  // The upstream's views go with its connection: copies live in the exchange's arena.
+  held_fields_.clear();
+  if (head.fields)
+    for (const auto& f : *head.fields)
+      held_fields_.push_back({ex_->arena().copy(f.name), ex_->arena().copy(f.value)});
+  held_head_ = head;
+  held_head_.fields = &held_fields_;
+  response_at_ = static_cast<uint8_t>(at);
+  response_held_ = true;
+}
+
+void FilterChain::continue_response(size_t i) {
+  assert(response_held_ && response_at_ == i && "continue_response from the filter holding it");
+  if (closed_ || !response_held_ || response_at_ != i)
+    return;
+  response_held_ = false;
+  run_response_head(i, held_head_);
+  replay_response(i + 1);
+}
+
+void FilterChain::replay_response(size_t below) {
+  Queue q;
+  q.take(response_queue_);
+  // The holder (below - 1) sees them first now: they waited above it.
+  q.bytes.for_each_run([&](std::string_view run) { run_response_body(below, run, false); });
+  if (q.has_trailers)
+    run_response_trailers(below, q.trailers);
+  else if (q.end)
+    run_response_body(below, {}, true);
+  check_response_level();
+}
+
+void FilterChain::send_head_to_client(FilterResponseHead& head) {
+  http::ResponseHead out;
+  out.status = head.status;
+  out.content_length = head.content_length;
+  if (head.fields)
+    out.more = *head.fields;
+  response_sent_ = true;
+  if (head.tunnel)
+    ex_->start_tunnel(out);
+  else
+    ex_->send_head(out);
+}
+
+void FilterChain::send_body_to_client(std::string_view data, bool end) {
+  if (!data.empty() && !ex_->request().is_head())
+    ex_->send_body(data);
+  if (end)
+    ex_->end_response(); // may close the exchange
+}
+
+size_t FilterChain::response_held() const {
+  size_t n = response_queue_.bytes.size();
+  for (size_t i = 0; i < count_; ++i)
+    n += filters_[i]->response_buffered();
+  return n;
+}
+
+void FilterChain::check_response_level() {
+  if (closed_)
+    return;
+  size_t held = response_held();
+  if (!response_high_ && held > kHigh) {
+    response_high_ = true; // the terminal sees it after its call and stops reading
+  } else if (response_high_ && held < kLow) {
+    response_high_ = false;
+    terminal_->chain_response_drained();
+  }
+}
+
+// ---- local replies and failures ----
+
+void FilterChain::respond(size_t i, const LocalReply& reply) {
+  if (closed_)
+    return;
+  if (response_begun_) {
+    fail(i, reply.status); // too late for an answer: a reset
+    return;
+  }
+  answered_ = true;
+  terminal_->chain_answered(reply.status);
+  if (!closed_)
+    reply_from(i, reply, i + 1);
+}
+
+void FilterChain::fail(size_t i, int status) {
+  if (closed_)
+    return;
+  if (response_begun_) {
+    answered_ = true;
+    terminal_->chain_answered(0);
+    if (!closed_)
+      ex_->abort(); // the client must see a cut response, never a clean short one
+    return;
+  }
+  std::string_view reason = http::reason_phrase(status);
+  char* body = static_cast<char*>(ex_->arena().allocate(reason.size() + 1));
+  std::copy(reason.begin(), reason.end(), body);
+  body[reason.size()] = '\n';
+  respond(i, LocalReply{status, "text/plain", {body, reason.size() + 1}, {}});
+}
+
+void FilterChain::reply_from(size_t below, LocalReply reply, size_t shapers) {
+  answered_ = true;
+  for (size_t i = shapers; i-- > 0;)
+    filters_[i]->on_local_reply(reply);
+  thread_local std::vector<http::Header> fields;
+  fields.clear();
+  if (!reply.content_type.empty())
+    fields.push_back({"content-type", reply.content_type});
+  fields.insert(fields.end(), reply.fields.begin(), reply.fields.end());
+  FilterResponseHead head{reply.status, static_cast<int64_t>(reply.body.size()), &fields,
+                          ResponseSource::LOCAL, false};
+  response_top_ = static_cast<uint8_t>(below);
+  response_begun_ = true;
+  run_response_head(below, head);
+  if (!closed_)
+    run_response_body(below, reply.body, true);
+}
+
+void FilterChain::queue_body(Queue& q, std::string_view data, bool end) {
+  q.bytes.append(data);
+  q.end |= end;
+}
+
+void FilterChain::queue_trailers(Queue& q, std::span<const http::Header> trailers) {
+  for (const auto& t : trailers)
+    q.trailers.push_back({ex_->arena().copy(t.name), ex_->arena().copy(t.value)});
+  q.has_trailers = true;
+  q.end = true;
+}
+
+} // namespace portico::routing

@@ -1,0 +1,163 @@
+#pragma once
+// Drives one exchange's filters (filter.h): the request side from the client to a Terminal (the
+// proxied exchange's way upstream), the response side from the upstream, or a local reply, to
+// the client Exchange. A request for which no filter was made has no chain at all (make()
+// returns null): the exchange calls its two ends directly, so it pays a test per event.
+//
+// Each side holds at most one head at a time (the filter that stopped it); what arrives after
+// it waits here, in arrival order, and is bounded by the exchange's watermarks: above the high
+// one (with what filters report holding) the producer is paused, below the low one resumed.
+#include "core/byte_queue.h"
+#include "routing/filter.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace portico::routing {
+
+class FilterChain {
+public:
+  // The far end of the request side, and what the chain asks of the exchange that owns it.
+  class Terminal {
+  public:
+    // The request passed every filter: on to the upstream.
+    virtual void chain_request_head() = 0;
+    virtual void chain_request_body(std::string_view data, bool end) = 0;
+    virtual void chain_request_trailers(std::span<const http::Header> trailers) = 0;
+    // A filter answered or failed the request (status: what it answered, 0 for a reset): no
+    // more upstream work, and nothing more goes up.
+    virtual void chain_answered(int status) = 0;
+    // Hold the client back (the chain holds a high watermark of its body), or let it go.
+    virtual void chain_hold_request(bool hold) = 0;
+    // What the response side held fell below the low watermark: the upstream may read again.
+    virtual void chain_response_drained() = 0;
+
+  protected:
+    ~Terminal() = default;
+  };
+
+  // Asks each factory for this request's filter; null when none made one.
+  static FilterChain* make(std::span<const std::unique_ptr<FilterFactory>> factories,
+                           server::Exchange& ex, Terminal& terminal, UpstreamOptions& options);
+  ~FilterChain();
+  FilterChain(const FilterChain&) = delete;
+  FilterChain& operator=(const FilterChain&) = delete;
+  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
+  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
+  // The exchange closed: each filter hears it once; none is called again. Deleted with the chain.
+  void close();
+
+  // The request side, from the client.
+  void request_head();
+  void request_body(std::string_view data, bool end);
+  void request_trailers(std::span<const http::Header> trailers);
+  // The response side, from the upstream.
+  void response_head(FilterResponseHead& head);
+  void response_body(std::string_view data, bool end);
+  void response_trailers(std::span<const http::Header> trailers);
+  // An answer of the terminal's own (a 502, a 503): through every filter's response side.
+  void local_reply(const LocalReply& reply) { reply_from(count_, reply, count_); }
+  // Response bytes held here or by filters went above the high watermark and not yet below
+  // the low one: the upstream should not be read (chain_response_drained says when again).
+  bool response_high() const { return response_high_; }
+  // The response's head has reached the client exchange.
+  bool response_sent() const { return response_sent_; }
+
+  // Filter's protected helpers, for the filter at index i.
+  server::Exchange& exchange() const { return *ex_; }
+  UpstreamOptions& upstream_options() const { return *options_; }
+  void continue_request(size_t i);
+  void continue_response(size_t i);
+  void pass_request_body(size_t i, std::string_view data, bool end) {
+    run_request_body(i + 1, data, end);
+    check_request_level();
+  }
+  void pass_request_trailers(size_t i, std::span<const http::Header> trailers) {
+    run_request_trailers(i + 1, trailers);
+  }
+  void pass_response_body(size_t i, std::string_view data, bool end) {
+    run_response_body(i, data, end);
+    check_response_level();
+  }
+  void pass_response_trailers(size_t i, std::span<const http::Header> trailers) {
+    run_response_trailers(i, trailers);
+  }
+  void respond(size_t i, const LocalReply& reply);
+  void fail(size_t i, int status);
+
+private:
+  // What waits behind a held head: body bytes (seen by the filters before the holder), and
+  // whether the end came, with trailers (copied into the exchange's arena).
+  struct Queue {
+    core::ByteQueue bytes;
+    bool end = false;
+    bool has_trailers = false;
+    std::vector<http::Header> trailers;
+    // Moved out before a replay: a filter further on may hold the head again and queue
+    // behind it.
+    void take(Queue& from) {
+      bytes.move_from(from.bytes, from.bytes.size());
+      std::swap(end, from.end);
+      std::swap(has_trailers, from.has_trailers);
+      trailers.swap(from.trailers);
+    }
+  };
+
+  // Request side: filters from..count_-1 in order, up to a held head.
+  void run_request_head(size_t from);
+  void run_request_body(size_t from, std::string_view data, bool end);
+  void run_request_trailers(size_t from, std::span<const http::Header> trailers);
+  // Response side: filters below `below`, from the highest down, up to a held head.
+  void run_response_head(size_t below, FilterResponseHead& head);
+  void run_response_body(size_t below, std::string_view data, bool end);
+  void run_response_trailers(size_t below, std::span<const http::Header> trailers);
+  // A reply goes through the response side of the filters below `below`; those below
+  // `shapers` reshape it first (the answering filter too: its own answer may need its mapping).
+  void reply_from(size_t below, LocalReply reply, size_t shapers);
+  // The held bytes of a side, replayed from filter `from` once its head is let go.
+  void replay_request(size_t from);
+  void replay_response(size_t below);
+  void send_head_to_client(FilterResponseHead& head);
+  void send_body_to_client(std::string_view data, bool end);
+  void hold_response_head(size_t at, const FilterResponseHead& head);
+  void queue_body(Queue& q, std::string_view data, bool end);
+  void queue_trailers(Queue& q, std::span<const http::Header> trailers);
+  // Pauses or resumes the producer of a side against the watermarks.
+  void check_request_level();
+  void check_response_level();
+  size_t request_held() const;
+  size_t response_held() const;
+  bool done() const { return closed_ || answered_; }
+
+  FilterChain() = default;
+
+  static constexpr size_t kMaxFilters = 16;
+  Filter* filters_[kMaxFilters];
+  uint8_t count_ = 0;
+  server::Exchange* ex_ = nullptr;
+  Terminal* terminal_ = nullptr;
+  UpstreamOptions* options_ = nullptr;
+  bool closed_ = false;
+  bool answered_ = false; // a local reply or failure: the request side goes no further
+
+  // The request side: where its head waits (count_: passed every filter).
+  uint8_t request_at_ = 0;
+  bool request_held_ = false;
+  bool request_paused_ = false;
+  Queue request_queue_;
+  // The response side: the filters below response_top_ see it (count_ for the upstream's,
+  // the answering filter's index for a local reply); where its head waits.
+  uint8_t response_top_ = 0;
+  uint8_t response_at_ = 0;
+  bool response_begun_ = false; // a head entered the response side
+  bool response_held_ = false;
+  bool response_high_ = false; // response_held() went above the high watermark
+  bool response_sent_ = false; // the head reached the client exchange
+  FilterResponseHead held_head_;
+  std::vector<http::Header> held_fields_;
+  Queue response_queue_;
+};
+
+} // namespace portico::routing

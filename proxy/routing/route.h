@@ -1,0 +1,30 @@
+#pragma once
+// What an exchange needs of the route it matched, made once per route by each worker's Router
+// (and one more for requests no route matched), and what every exchange of that router shares.
+#include "core/deferred_queue.h"
+#include "metrics/worker_metrics.h"
+#include "routing/filter.h"
+#include "upstream/request_writer.h"
+
+#include <memory>
+#include <vector>
+
+namespace portico::upstream {
+class Cluster;
+}
+
+namespace portico::routing {
+
+struct Route {
+  upstream::Cluster* cluster = nullptr;     // null: the route's filters answer (a redirect)
+  metrics::RouteMetrics* metrics = nullptr; // the route's, or the no-route one
+  std::vector<std::unique_ptr<FilterFactory>> filters; // in run order (filters/registry.cc)
+};
+
+struct RouterContext {
+  const upstream::ForwardingOptions* fwd = nullptr;
+  core::DeferredQueue* deferred = nullptr; // exchanges are destroyed through it
+  uint32_t* in_flight = nullptr;           // exchanges alive, or null
+};
+
+} // namespace portico::routing
