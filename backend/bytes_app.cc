@@ -35,7 +35,7 @@ int BytesApp::start(server::Exchange& ex, std::string_view n_text) {
   }
   auto* app = new BytesApp(n);
   ex.set_listener(app);
-  app->produce(ex); // may delete app
+  app->produce(ex); // may close the exchange
   return 200;
 }
 
@@ -47,7 +47,7 @@ void BytesApp::produce(server::Exchange& ex) {
     left_ -= static_cast<int64_t>(k);
   }
   if (left_ == 0)
-    ex.end_response(); // may delete this
+    ex.end_response(); // may close the exchange
 }
 
 } // namespace portico::backend

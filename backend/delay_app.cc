@@ -26,12 +26,13 @@ int DelayApp::start(server::Exchange& ex, std::string_view ms_text, std::string_
 
 void DelayApp::timer_cb(struct ev_loop*, ev_timer* w, int) {
   auto* app = static_cast<DelayApp*>(w->data);
-  app->ex_.respond(200, "text/plain", app->body_); // may delete app before returning
+  app->ex_.respond(200, "text/plain",
+                   app->body_); // may close the exchange: app is then disposed of
 }
 
 void DelayApp::on_exchange_close(server::Exchange& ex) {
   ev_timer_stop(ex.loop(), &timer_);
-  delete this;
+  core::DeferredQueue::of(ex.loop())->dispose(this);
 }
 
 } // namespace portico::backend

@@ -1,11 +1,12 @@
 #pragma once
 // /delay?ms=N: answers after N milliseconds on an ev_timer, so a worker keeps serving others
 // meanwhile (the proxy's timeout and queue tests lean on it).
+#include "core/deferred_queue.h"
 #include "server/exchange.h"
 
 namespace portico::backend {
 
-class DelayApp final : public server::ExchangeListener {
+class DelayApp final : public core::Disposable, public server::ExchangeListener {
 public:
   // Returns the status answered (400) or to come (200), for the metrics.
   static int start(server::Exchange& ex, std::string_view ms, std::string_view body);

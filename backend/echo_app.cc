@@ -31,7 +31,7 @@ void EchoApp::on_request_trailers(server::Exchange& ex, std::span<const http::He
 }
 
 void EchoApp::on_request_end(server::Exchange& ex) {
-  // Either may close the exchange, and delete this, before returning.
+  // Either may close the exchange before returning.
   if (trailers_.empty())
     ex.end_response();
   else
@@ -45,8 +45,9 @@ void EchoApp::on_response_writable(server::Exchange& ex) {
   }
 }
 
-void EchoApp::on_exchange_close(server::Exchange&) {
-  delete this;
+void EchoApp::on_exchange_close(server::Exchange& ex) {
+  // Destroyed after the callback that closed the exchange has returned (it may be ours).
+  core::DeferredQueue::of(ex.loop())->dispose(this);
 }
 
 } // namespace portico::backend

@@ -2,13 +2,14 @@
 // POST /echo: the request body streamed back as it arrives. When the client reads slower than it
 // sends, reading its body pauses, so memory stays bounded whatever the body's size. Request
 // trailers come back as response trailers (where the response's framing can carry them).
+#include "core/deferred_queue.h"
 #include "server/exchange.h"
 
 #include <vector>
 
 namespace portico::backend {
 
-class EchoApp final : public server::ExchangeListener {
+class EchoApp final : public core::Disposable, public server::ExchangeListener {
 public:
   // Returns the response status (200), for the metrics.
   static int start(server::Exchange& ex);

@@ -2,6 +2,7 @@
 
 #include "conditional_request.h"
 #include "content_types.h"
+#include "core/deferred_queue.h"
 #include "core/http_date.h"
 
 #include <algorithm>
@@ -219,17 +220,19 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
 
 // A file too large for the cache, read as the client takes it: up to the high watermark now,
 // the rest from on_response_writable. Owns the file descriptor and itself.
-class FileStream final : public server::ExchangeListener {
+class FileStream final : public core::Disposable, public server::ExchangeListener {
 public:
   static void start(server::Exchange& ex, int fd, int64_t offset, int64_t length) {
     auto* s = new FileStream(fd, offset, length);
     ex.set_listener(s);
-    s->produce(ex); // may delete s
+    s->produce(ex); // may close the exchange
   }
   ~FileStream() override { ::close(fd_); }
 
   void on_response_writable(server::Exchange& ex) override { produce(ex); }
-  void on_exchange_close(server::Exchange&) override { delete this; }
+  void on_exchange_close(server::Exchange& ex) override {
+    core::DeferredQueue::of(ex.loop())->dispose(this);
+  }
 
 private:
   FileStream(int fd, int64_t offset, int64_t length) : fd_(fd), offset_(offset), left_(length) {}
@@ -246,7 +249,7 @@ private:
         // Truncated under us or an I/O error: the promised length cannot be kept, and only
         // an abort tells the client.
         done_ = true;
-        ex.abort(); // may delete this
+        ex.abort(); // may close the exchange
         return;
       }
       ex.send_body({chunk_buffer, static_cast<size_t>(n)});
@@ -255,7 +258,7 @@ private:
     }
     if (left_ == 0) {
       done_ = true;
-      ex.end_response(); // may delete this
+      ex.end_response(); // may close the exchange
     }
   }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Portico's configuration, validated and immutable once loaded (config_loader.h makes it from
 // TOML). Every field has the default a user of nginx or nghttpx would expect.
+#include "config/config_enums.h"
 #include "core/cidr.h"
 #include "core/error_log.h"
 #include "core/listen_address.h"
@@ -39,8 +40,8 @@ struct ListenerConfig {
   core::ListenAddress address;
   bool tls_enabled = false;
   TlsConfig tls;
-  std::string access_log;                 // path, "" = off
-  std::string access_log_format = "text"; // text | json
+  std::string access_log; // path, "" = off
+  AccessLogFormat access_log_format = AccessLogFormat::TEXT;
   int max_connections = 0; // client connections on this listener, whole process; 0 = none
   // Connections begin with a PROXY protocol header (v1 or v2, HAProxy's), whose source
   // address is the client's from then on: X-Forwarded-For, Forwarded, the access log,
@@ -90,11 +91,8 @@ struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
   std::vector<int> weights;           // per endpoint (every address of a name), 1 by default
-  // How a request's endpoint address is chosen: "least_request" (fewest outstanding per unit
-  // of weight, round robin among equals), "round_robin" (smooth weighted, nginx's), or
-  // "random_two" (the less loaded of two picked at random by weight: Envoy's default).
-  std::string lb = "least_request";
-  std::string protocol = "http1"; // upstream protocol: http1 | h2c
+  LoadBalancing lb = LoadBalancing::LEAST_REQUEST; // how a request's endpoint address is chosen
+  UpstreamProtocol protocol = UpstreamProtocol::HTTP1;
   int h2_connections = 1;   // h2c: connections per endpoint per worker that requests spread over
   int max_connections = 0;  // per endpoint, whole proxy; 0 = unlimited
   double queue_timeout = 5; // seconds a request may wait for a connection
@@ -107,9 +105,9 @@ struct ClusterConfig {
   size_t max_response_header_bytes = 65536; // a response head (or trailer section), 502 above
   bool retry_non_idempotent = false;        // ...for POST/PATCH too (nginx: non_idempotent)
   double fail_timeout = 10; // an endpoint whose connect failed is passed over this long; 0 = never
-  // "v1" or "v2": each upstream connection starts with a PROXY protocol header naming the
-  // client's addresses; such a connection carries one client's requests only. "" = none.
-  std::string send_proxy_protocol;
+  // Each upstream connection starts with a PROXY protocol header naming the client's
+  // addresses; such a connection carries one client's requests only.
+  ProxyProtocolVersion send_proxy_protocol = ProxyProtocolVersion::NONE;
   // TLS to the endpoints, ALPN "http/1.1" (protocol http1) or "h2" (protocol h2c: HTTP/2,
   // over TLS here); the handshake counts in connect_timeout.
   ClusterTlsConfig tls;

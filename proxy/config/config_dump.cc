@@ -93,7 +93,7 @@ std::string dump_config(const Config& c) {
   for (const auto& l : c.listeners) {
     toml::table t{{"address", l.address.text},
                   {"access_log", l.access_log},
-                  {"access_log_format", l.access_log_format},
+                  {"access_log_format", std::string(config::to_string(l.access_log_format))},
                   {"max_connections", l.max_connections},
                   {"proxy_protocol", l.proxy_protocol}};
     if (l.tls_enabled)
@@ -106,8 +106,8 @@ std::string dump_config(const Config& c) {
   for (const auto& k : c.clusters) {
     toml::table t{{"name", k.name},
                   {"endpoints", endpoints(k)},
-                  {"lb", k.lb},
-                  {"protocol", k.protocol},
+                  {"lb", std::string(config::to_string(k.lb))},
+                  {"protocol", std::string(config::to_string(k.protocol))},
                   {"h2_connections", k.h2_connections},
                   {"max_connections", k.max_connections},
                   {"queue_timeout", k.queue_timeout},
@@ -120,7 +120,7 @@ std::string dump_config(const Config& c) {
                   {"retry_non_idempotent", k.retry_non_idempotent},
                   {"max_response_header_bytes", static_cast<int64_t>(k.max_response_header_bytes)},
                   {"fail_timeout", k.fail_timeout},
-                  {"send_proxy_protocol", k.send_proxy_protocol}};
+                  {"send_proxy_protocol", std::string(config::to_string(k.send_proxy_protocol))}};
     if (k.tls.enabled) {
       toml::table tls{{"verify", k.tls.verify}, {"server_name", k.tls.server_name}};
       if (!k.tls.ca.empty())

@@ -10,6 +10,8 @@ DeferredQueue::DeferredQueue(struct ev_loop* loop) : loop_(loop) {
   ev_prepare_start(loop_, &prepare_);
   ev_unref(loop_); // pending work alone does not keep the loop running
   ev_idle_init(&idle_, idle_cb);
+  if (!ev_userdata(loop_))
+    ev_set_userdata(loop_, this);
 }
 
 DeferredQueue::~DeferredQueue() {
@@ -17,6 +19,8 @@ DeferredQueue::~DeferredQueue() {
   ev_idle_stop(loop_, &idle_);
   ev_ref(loop_);
   ev_prepare_stop(loop_, &prepare_);
+  if (ev_userdata(loop_) == this)
+    ev_set_userdata(loop_, nullptr);
 }
 
 void DeferredQueue::add(Deferred* d) {

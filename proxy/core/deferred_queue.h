@@ -48,6 +48,11 @@ public:
   // Runs what is queued now and destroys what was disposed (an owner's teardown; the loop
   // does this by itself).
   void run();
+  // The loop's queue (the first made on it, while it lives), for objects that own themselves
+  // and know only their loop (a backend app): ev_userdata holds it.
+  static DeferredQueue* of(struct ev_loop* loop) {
+    return static_cast<DeferredQueue*>(ev_userdata(loop));
+  }
 
 private:
   static void prepare_cb(struct ev_loop* loop, ev_prepare* w, int revents);

@@ -48,6 +48,7 @@ class GrpcFactory final : public routing::FilterFactory {
       return nullptr;
     return new GrpcFilter();
   }
+  bool http2_only() const override { return true; }
 };
 
 } // namespace

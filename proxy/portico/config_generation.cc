@@ -28,7 +28,7 @@ ConfigGeneration::prepare(std::shared_ptr<const config::Config> cfg, uint64_t id
       g->cluster_tls_.push_back(nullptr);
       continue;
     }
-    auto made = tls::UpstreamTlsContext::create(k.tls, k.protocol == "h2c");
+    auto made = tls::UpstreamTlsContext::create(k.tls, k.protocol == config::UpstreamProtocol::H2C);
     if (!made)
       return core::unexpected(c.path + ": cluster " + k.name + " tls: " + made.error());
     g->cluster_tls_.push_back(std::move(*made));

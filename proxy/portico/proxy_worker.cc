@@ -61,15 +61,22 @@ void ProxyWorker::heartbeat_cb(struct ev_loop* loop, ev_timer* w, int) {
 
 ProxyWorker::~ProxyWorker() {
   join();
+  tear_down(); // a worker never started: nothing of it ran on another thread
+  ev_async_stop(loop_, &async_);
+  ev_loop_destroy(loop_);
+}
+
+void ProxyWorker::tear_down() {
+  if (torn_down_)
+    return;
+  torn_down_ = true;
   acceptors_.clear();
   ctx_.reset(); // its exchanges finish first: they use the generations' routers
   live_.clear();
   resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
-  ev_async_stop(loop_, &async_);
   ev_timer_stop(loop_, &heartbeat_timer_);
   ev_timer_stop(loop_, &retire_);
-  ev_loop_destroy(loop_);
 }
 
 void ProxyWorker::start_accepting(const GenerationSpec& spec) {
@@ -92,6 +99,9 @@ void ProxyWorker::run() {
   core::log::set_thread_name(name_.c_str());
   core::BlockPool::local().publish_to(&stats_.buffer_blocks);
   ev_run(loop_, 0);
+  // On this thread, as small_allocator.h asks: what the worker's objects took from this
+  // thread's free lists and block pool goes back to them, not to the joining thread's.
+  tear_down();
   core::BlockPool::local().publish_to(nullptr);
   finished_.store(true, std::memory_order_release);
   ev_async_send(main_loop_, done_);

@@ -71,6 +71,9 @@ private:
   void retire_unused();
   void report();
   void run();
+  // Destroys what the worker made (acceptors, connections, generations, resolver, deferred
+  // queue): at the end of run(), on the worker's thread, or in the destructor if it never ran.
+  void tear_down();
 
   struct ev_loop* loop_;
   server::ServerStats stats_;
@@ -85,6 +88,7 @@ private:
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> finished_{false};
+  bool torn_down_ = false;
   std::atomic<double> heartbeat_{0}; // ev_now() of the last beat
   ev_timer heartbeat_timer_;
   bool draining_ = false;

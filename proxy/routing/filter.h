@@ -138,6 +138,9 @@ public:
   // A filter for this request, or null when it has nothing to do for it (the gRPC filter for a
   // request that is not a gRPC call).
   virtual Filter* create(const server::Exchange& ex) const = 0;
+  // It makes filters for HTTP/2 requests only (gRPC): an HTTP/1 request on a route with no
+  // other filter is then not offered to it at all.
+  virtual bool http2_only() const { return false; }
 };
 
 } // namespace portico::routing

@@ -39,7 +39,8 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const
   if (ctx.in_flight)
     ++*ctx.in_flight;
   ex.set_listener(this);
-  chain_ = FilterChain::make(route.filters, ex, *this, options_);
+  if (route.may_filter(ex))
+    chain_ = FilterChain::make(route.filters, ex, *this, options_);
 }
 
 void ProxiedExchange::start(server::Exchange& ex, const Route& route, const RouterContext& ctx,
@@ -181,10 +182,8 @@ void ProxiedExchange::upstream_end() {
     up_->end_request(request_trailers_);
 }
 
-void ProxiedExchange::hold_client(uint8_t by, bool hold) {
-  uint8_t was = client_held_;
-  client_held_ = hold ? client_held_ | by : client_held_ & ~by;
-  if (closed_ || (was == 0) == (client_held_ == 0))
+void ProxiedExchange::hold_client_changed() {
+  if (closed_)
     return;
   if (client_held_)
     ex_.pause_request_body();
@@ -243,7 +242,7 @@ void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
     replay_.clear();
   if (request_ended_)
     up.end_request(request_trailers_);
-  if (up.buffered() < kUpstreamHigh)
+  if ((client_held_ & kHeldByUpstream) && up.buffered() < kUpstreamHigh)
     hold_client(kHeldByUpstream, false);
 }
 
@@ -342,14 +341,6 @@ void ProxiedExchange::on_upstream_body(std::string_view data) {
   else
     ex_.send_body(data);
   maybe_pause_upstream();
-}
-
-void ProxiedExchange::maybe_pause_upstream() {
-  if (up_ && !upstream_paused_ &&
-      (ex_.above_high_watermark() || (chain_ && chain_->response_high()))) {
-    upstream_paused_ = true;
-    up_->pause_reading();
-  }
 }
 
 void ProxiedExchange::maybe_resume_upstream() {

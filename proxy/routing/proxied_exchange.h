@@ -110,8 +110,20 @@ private:
   // The client is held back while either holder wants it; the upstream while the client's
   // buffer or the chain's is above its high watermark.
   static constexpr uint8_t kHeldByUpstream = 1, kHeldByChain = 2;
-  void hold_client(uint8_t by, bool hold);
-  void maybe_pause_upstream();
+  void hold_client(uint8_t by, bool hold) {
+    uint8_t was = client_held_;
+    client_held_ = hold ? client_held_ | by : client_held_ & ~by;
+    if ((was == 0) != (client_held_ == 0)) // nearly never: a test per request otherwise
+      hold_client_changed();
+  }
+  void hold_client_changed();
+  void maybe_pause_upstream() {
+    if (up_ && !upstream_paused_ &&
+        (ex_.above_high_watermark() || (chain_ && chain_->response_high()))) {
+      upstream_paused_ = true;
+      up_->pause_reading();
+    }
+  }
   void maybe_resume_upstream();
 
   server::Exchange& ex_;

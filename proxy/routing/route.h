@@ -19,6 +19,10 @@ struct Route {
   upstream::Cluster* cluster = nullptr;     // null: the route's filters answer (a redirect)
   metrics::RouteMetrics* metrics = nullptr; // the route's, or the no-route one
   std::vector<std::unique_ptr<FilterFactory>> filters; // in run order (filters/registry.cc)
+  bool http1_filters = false; // one of them makes filters for HTTP/1 requests too
+  bool may_filter(const server::Exchange& ex) const {
+    return ex.request().version == http::Version::HTTP_2 ? !filters.empty() : http1_filters;
+  }
 };
 
 struct RouterContext {

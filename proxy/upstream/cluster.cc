@@ -31,9 +31,6 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
                  metrics::ClusterMetrics& metrics, SSL_CTX* tls)
     : loop_(loop), resolver_(resolver), cfg_(cfg), metrics_(metrics), deferred_(deferred),
       tls_(tls), limit_(share(cfg.max_connections, worker_index, worker_count)),
-      lb_(cfg.lb == "round_robin"  ? Lb::ROUND_ROBIN
-          : cfg.lb == "random_two" ? Lb::RANDOM_TWO
-                                   : Lb::LEAST_REQUEST),
       rng_(0x9e3779b97f4a7c15ull * static_cast<uint64_t>(worker_index + 1)) {
   ev_init(&sweep_, sweep_cb);
   sweep_.data = this;
@@ -173,9 +170,10 @@ UpstreamPool& Cluster::pick() {
   // refused).
   double now = ev_now(loop_);
   for (bool healthy_only : {true, false}) {
-    UpstreamPool* p = lb_ == Lb::ROUND_ROBIN  ? pick_round_robin(now, healthy_only)
-                      : lb_ == Lb::RANDOM_TWO ? pick_random_two(now, healthy_only)
-                                              : pick_least_request(now, healthy_only);
+    UpstreamPool* p =
+        cfg_.lb == config::LoadBalancing::ROUND_ROBIN  ? pick_round_robin(now, healthy_only)
+        : cfg_.lb == config::LoadBalancing::RANDOM_TWO ? pick_random_two(now, healthy_only)
+                                                       : pick_least_request(now, healthy_only);
     if (p)
       return *p;
   }

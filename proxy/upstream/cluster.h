@@ -49,7 +49,6 @@ private:
   void on_resolved(size_t index, std::vector<core::SocketAddress> addresses, int ttl);
   // The pools of removed addresses that nothing uses any more are destroyed.
   void sweep();
-  enum class Lb : uint8_t { LEAST_REQUEST, ROUND_ROBIN, RANDOM_TWO };
   UpstreamPool* pick_least_request(double now, bool healthy_only);
   UpstreamPool* pick_round_robin(double now, bool healthy_only);
   UpstreamPool* pick_random_two(double now, bool healthy_only);
@@ -62,8 +61,7 @@ private:
   metrics::ClusterMetrics& metrics_;
   core::DeferredQueue& deferred_;
   SSL_CTX* tls_;
-  int limit_; // per address, this worker's share of max_connections
-  Lb lb_;
+  int limit_;    // per address, this worker's share of max_connections
   uint64_t rng_; // random_two's xorshift state
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
   std::vector<size_t> endpoint_of_; // per pool: its index in cfg_.endpoints

@@ -52,15 +52,16 @@ void Http1UpstreamConnection::send_head(const http::RequestHead& req, BodyFramin
   framing_ = framing;
   if (framing == BodyFraming::TUNNEL)
     parser_.start(false, true); // a 101 may answer it
-  const std::string& pp = pool_.cluster().send_proxy_protocol;
-  if (!pp.empty() && requests_ == 1) {
+  config::ProxyProtocolVersion pp = pool_.cluster().send_proxy_protocol;
+  if (pp != config::ProxyProtocolVersion::NONE && requests_ == 1) {
     // The connection's first bytes name the client (such a connection is never pooled); the
     // proxy's own request (a health check) says LOCAL / UNKNOWN.
     sockaddr_storage peer{}, local{};
     if (client.exchange)
       client.exchange->socket_addresses(peer, local);
-    out_.append(pp == "v2" ? core::proxy_protocol::encode_v2(peer, local)
-                           : core::proxy_protocol::encode_v1(peer, local));
+    out_.append(pp == config::ProxyProtocolVersion::V2
+                    ? core::proxy_protocol::encode_v2(peer, local)
+                    : core::proxy_protocol::encode_v1(peer, local));
   }
   write_upstream_request_head(out_, req, framing, client, fwd);
   want_flush();
@@ -404,7 +405,8 @@ void Http1UpstreamConnection::finish_exchange() {
   bool reusable = head_.keep_alive && !head_.body_announced && request_complete_ && out_.empty() &&
                   (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
                   framing_ != BodyFraming::TUNNEL &&
-                  pool_.cluster().send_proxy_protocol.empty(); // one client's connection
+                  pool_.cluster().send_proxy_protocol ==
+                      config::ProxyProtocolVersion::NONE; // one client's connection
   if (reusable && in_) {
     // An idle pooled connection holds no input block; the next response gets one.
     core::BlockPool::local().put(in_);

@@ -25,7 +25,7 @@ UpstreamPool::UpstreamPool(struct ev_loop* loop, core::DeferredQueue& deferred,
     SSL_CTX_up_ref(tls_);
     tls_server_name_ = cluster.tls.server_name.empty() ? spec_.host : cluster.tls.server_name;
   }
-  if (cluster.protocol == "h2c")
+  if (cluster.protocol == config::UpstreamProtocol::H2C)
     conns_ = std::make_unique<Http2ConnectionPool>(*this);
   else
     conns_ = std::make_unique<Http1ConnectionPool>(*this);

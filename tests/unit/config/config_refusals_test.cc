@@ -177,7 +177,7 @@ TEST(ConfigRefusals, ProxyProtocolKeys) {
       "t.toml", &errors);
   ASSERT_TRUE(ok) << errors[0];
   EXPECT_TRUE(ok->listeners[0].proxy_protocol);
-  EXPECT_EQ(ok->clusters[0].send_proxy_protocol, "v2");
+  EXPECT_EQ(ok->clusters[0].send_proxy_protocol, config::ProxyProtocolVersion::V2);
   std::string bad = std::string(kTwoClusters);
   bad.insert(bad.find("protocol = \"h2c\""), "send_proxy_protocol = \"v1\"\n");
   EXPECT_NE(refused(bad + "[[route]]\ncluster = \"h1\"\n").find("needs protocol \"http1\""),
@@ -225,7 +225,7 @@ TEST(ConfigRefusals, BalancingAndHealthChecks) {
   const auto& c = ok->clusters[0];
   EXPECT_EQ(c.endpoints, (std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
   EXPECT_EQ(c.weights, (std::vector<int>{1, 3}));
-  EXPECT_EQ(c.lb, "round_robin");
+  EXPECT_EQ(c.lb, config::LoadBalancing::ROUND_ROBIN);
   EXPECT_TRUE(c.health_check.enabled);
   EXPECT_EQ(c.health_check.path, "/up");
   EXPECT_EQ(c.health_check.expect_min, 200);

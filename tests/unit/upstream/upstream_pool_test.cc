@@ -230,7 +230,7 @@ bool saw_headers(int fd, std::string& in) {
 }
 
 TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
-  cluster_.protocol = "h2c";
+  cluster_.protocol = config::UpstreamProtocol::H2C;
   make_pool(true);
   FakeRequest a;
   a.send_get = true;
@@ -264,7 +264,7 @@ TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
 TEST_F(UpstreamPoolTest, AnH2cShareBelowH2ConnectionsStillMultiplexes) {
   // h2_connections = 2 asks for requests to spread over two connections, but this worker may
   // open only one: the second request must take a stream on it, not wait for the first.
-  cluster_.protocol = "h2c";
+  cluster_.protocol = config::UpstreamProtocol::H2C;
   cluster_.h2_connections = 2;
   make_pool(true);
   FakeRequest a, b;

@@ -1,0 +1,39 @@
+#include "config/sections.h"
+
+namespace portico::config {
+
+void read_listener(Reader& r, const toml::table& t, Config& c) {
+  const std::string w = "[[listener]]";
+  r.only_keys(
+      t, {"address", "tls", "access_log", "access_log_format", "max_connections", "proxy_protocol"},
+      w);
+  ListenerConfig l;
+  r.get_bool(t, "proxy_protocol", l.proxy_protocol, w);
+  std::string addr;
+  if (r.get_string(t, "address", addr, w, true)) {
+    if (auto a = core::parse_listen_address(addr)) {
+      l.address = *a;
+      for (size_t i = 0; i < c.listeners.size(); ++i)
+        if (core::same_socket(c.listeners[i].address, *a))
+          r.error(t.get("address")->source(), w + ": address '" + addr + "' is also listener " +
+                                                  std::to_string(i + 1) + "'s ('" +
+                                                  c.listeners[i].address.text +
+                                                  "'): two listeners cannot share "
+                                                  "a socket");
+    } else {
+      r.error(t.get("address")->source(), a.error());
+    }
+  }
+  if (const toml::table* tls = r.get_table(t, "tls", w)) {
+    l.tls_enabled = true;
+    read_tls(r, *tls, l.tls, w + " tls");
+  }
+  if (r.get_string(t, "access_log", l.access_log, w))
+    l.access_log = r.resolve(l.access_log);
+  r.get_number(t, "max_connections", l.max_connections, w, 0, 10000000);
+  r.get_enum(t, "access_log_format", kAccessLogFormats, l.access_log_format, w,
+             w + ": access_log_format is text or json");
+  c.listeners.push_back(std::move(l));
+}
+
+} // namespace portico::config

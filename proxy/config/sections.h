@@ -1,0 +1,18 @@
+#pragma once
+// The config loader's readers, one per section of the file (each in its NAME_section.cc), in
+// the order config_loader.cc calls them.
+#include "config/reader.h"
+
+namespace portico::config {
+
+void read_server(Reader& r, const toml::table& t, ServerConfig& s);
+void read_listener(Reader& r, const toml::table& t, Config& c);
+void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w);
+// A private key file that any user may read (or write) is a leak waiting to happen: a warning.
+void check_key_mode(Reader& r, const toml::node* at, const std::string& file);
+void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m);
+void read_cluster(Reader& r, const toml::table& t, Config& c);
+// After every cluster: routes name theirs.
+void read_route(Reader& r, const toml::table& t, Config& c);
+
+} // namespace portico::config
