@@ -76,4 +76,13 @@ BackendMetrics::AppTotals BackendMetrics::totals(App a) const {
   return t;
 }
 
+std::vector<uint64_t> BackendMetrics::requests_by_slot() const {
+  std::vector<uint64_t> out(ever_used_, 0);
+  for (size_t i = 0; i < ever_used_; ++i)
+    for (size_t a = 0; a < kAppCount; ++a)
+      for (size_t c = 0; c < kStatusClasses; ++c)
+        out[i] += slots_[i].app(static_cast<App>(a)).requests[c].get();
+  return out;
+}
+
 } // namespace portico::backend

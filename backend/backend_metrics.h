@@ -116,6 +116,9 @@ public:
     double sum = 0;
   };
   AppTotals totals(App a) const;
+  // Master: requests slot i's workers answered (every app and class), for each slot ever used:
+  // how the load spread over the workers (with no restarts, a slot is a worker).
+  std::vector<uint64_t> requests_by_slot() const;
 
 private:
   WorkerSlot* slots_ = nullptr;

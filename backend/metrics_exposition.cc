@@ -63,6 +63,15 @@ std::string expose(const BackendMetrics& metrics, const SupervisionStats& stats)
   out.push_back(std::move(requests));
   out.push_back(std::move(duration));
 
+  auto by_slot = family("portico_backend_slot_requests_total",
+                        "Requests answered by the workers of each slot (a worker, and those "
+                        "forked in its place after it).",
+                        MetricType::Counter);
+  std::vector<uint64_t> slots = metrics.requests_by_slot();
+  for (size_t i = 0; i < slots.size(); ++i)
+    by_slot.metric.push_back(counter({{"slot", std::to_string(i)}}, slots[i]));
+  out.push_back(std::move(by_slot));
+
   auto workers =
       family("portico_backend_workers",
              "Worker processes alive: busy with at least one request, or idle.", MetricType::Gauge);

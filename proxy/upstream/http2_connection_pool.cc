@@ -12,9 +12,6 @@ void Http2ConnectionPool::close_all() {
 }
 
 Http2UpstreamConnection* Http2ConnectionPool::with_room() {
-  unsigned int pass = ev_iteration(owner_.loop());
-  if (pass_conn_ && pass_ == pass && pass_conn_->can_take())
-    return pass_conn_;
   Http2UpstreamConnection* best = nullptr;
   size_t open = 0;
   for (Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c)) {
@@ -28,6 +25,12 @@ Http2UpstreamConnection* Http2ConnectionPool::with_room() {
   if (best && best->streams() > 0 && open < static_cast<size_t>(owner_.cluster().h2_connections) &&
       owner_.may_open())
     return nullptr;
+  // This pass's connection while it is within a burst of the least busy: a client's burst
+  // stays together, and a busy loop (every pass a burst of many clients) still spreads.
+  unsigned int pass = ev_iteration(owner_.loop());
+  if (best && pass_conn_ && pass_ == pass && pass_conn_->can_take() &&
+      pass_conn_->streams() < best->streams() + kBurst)
+    return pass_conn_;
   pass_conn_ = best;
   pass_ = pass;
   return best;

@@ -1,10 +1,12 @@
 #pragma once
 // h2c connections to one endpoint, each carrying many streams: a request takes a stream on the
-// connection with the fewest, and new connections open until the cluster's h2_connections
-// carry streams (so requests spread over that many of a preforked upstream's workers). Within
-// one loop pass, requests follow the pass's first onto the same connection while it has room:
-// a client's burst then goes up in one write and its answers come back in one read, so the
-// client gets them in one write too, instead of a write per connection they were spread over.
+// connection with the fewest, and new connections open first until the cluster's
+// h2_connections carry streams (so requests spread over that many of a preforked upstream's
+// workers). Within one loop pass, requests follow the pass's first onto the same connection
+// while it carries fewer than kBurst streams more than the least busy one: a client's burst
+// then goes up in one write and its answers come back in one read, so the client gets them in
+// one write too; and a busy loop, whose every pass holds many clients' requests, still spreads
+// them instead of pinning its load on one upstream process.
 #include "core/intrusive_list.h"
 #include "upstream/connection_pool.h"
 #include "upstream/http2_upstream_connection.h"
@@ -39,6 +41,10 @@ public:
   void stream_done(bool last);
   void room_grew();
   void closed(Http2UpstreamConnection* c);
+
+  // How far a pass's connection may run ahead of the least busy one (a client's burst: h2load
+  // -m10, a browser's page).
+  static constexpr size_t kBurst = 16;
 
 private:
   Http2UpstreamConnection* with_room();

@@ -164,6 +164,7 @@ TEST(BackendMetrics, Exposition) {
            "portico_backend_worker_restarts_total{cause=\"max_requests\"} 0",
            "portico_backend_worker_restarts_total{cause=\"hup\"} 2",
            "# TYPE portico_backend_build_info gauge",
+           "portico_backend_slot_requests_total{slot=\"0\"} 4",
        })
     EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
   // No app answers 1xx: that class is left out rather than shown at 0 for every app.
