@@ -106,10 +106,11 @@ std::string route_label(const config::Config& cfg, size_t i) {
   return (r.host.empty() ? std::string("*") : r.host) + r.path_prefix;
 }
 
-std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
-                   const std::vector<const ServerStats*>& servers, double uptime_seconds) {
-  std::vector<MetricFamily> out;
+namespace {
 
+// portico_requests_total, the request durations and body bytes, by route.
+void append_route_metrics(std::vector<MetricFamily>& out, const config::Config& cfg,
+                          const std::vector<const WorkerMetrics*>& shards) {
   auto requests =
       family("portico_requests_total",
              "Requests answered, by listener, client protocol, route, cluster, status code and who "
@@ -177,7 +178,11 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     out.push_back(std::move(duration));
   out.push_back(std::move(bytes_in));
   out.push_back(std::move(bytes_out));
+}
 
+// The upstream phase histograms, errors and retries, by cluster.
+void append_cluster_metrics(std::vector<MetricFamily>& out, const config::Config& cfg,
+                            const std::vector<const WorkerMetrics*>& shards) {
   struct Phase {
     const char* name;
     const char* help;
@@ -227,11 +232,16 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   };
   by_cluster("portico_upstream_errors_total",
              "Upstream failures by kind; retried counts requests sent again.", "kind",
-             kUpstreamErrorKinds, &ClusterMetrics::errors);
+             kErrorKindNames, &ClusterMetrics::errors);
   by_cluster("portico_upstream_retries_total",
              "Requests sent upstream again, by why that was safe.", "reason", kRetryReasons,
              &ClusterMetrics::retries);
+}
 
+// The pools' gauges, by endpoint.
+void append_endpoint_metrics(std::vector<MetricFamily>& out, const config::Config& cfg,
+                             const std::vector<const WorkerMetrics*>& shards) {
+  size_t clusters = shards.empty() ? 0 : shards.front()->cluster_count();
   auto conns_up =
       family("portico_upstream_connections",
              "Upstream connections per endpoint: idle in the pool, or busy.", MetricType::Gauge);
@@ -277,7 +287,14 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   out.push_back(std::move(queue));
   out.push_back(std::move(up));
   out.push_back(std::move(failing));
+}
 
+// The client side: connections, streams, timeouts (with the upstream ones), GOAWAYs, buffers,
+// TLS.
+void append_server_metrics(std::vector<MetricFamily>& out,
+                           const std::vector<const WorkerMetrics*>& shards,
+                           const std::vector<const ServerStats*>& servers) {
+  size_t clusters = shards.empty() ? 0 : shards.front()->cluster_count();
   auto conns = family("portico_client_connections",
                       "Client connections open, by protocol and TLS, once the protocol is known.",
                       MetricType::Gauge);
@@ -332,16 +349,13 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   auto timeouts = by_server("portico_timeouts_total",
                             "Timeouts that cut a client or an upstream exchange short, by kind.",
                             "kind", kClientTimeoutKinds, &ServerStats::timeouts);
-  for (auto [kind, error] : {std::pair{"upstream_connect", "connect_timeout"},
-                             std::pair{"upstream_response", "response_timeout"},
-                             std::pair{"upstream_queue", "queue_timeout"}}) {
-    size_t e = 0;
-    while (std::string_view(kUpstreamErrorKinds[e]) != error)
-      ++e;
+  for (auto [kind, error] : {std::pair{"upstream_connect", ErrorKind::CONNECT_TIMEOUT},
+                             std::pair{"upstream_response", ErrorKind::RESPONSE_TIMEOUT},
+                             std::pair{"upstream_queue", ErrorKind::QUEUE_TIMEOUT}}) {
     uint64_t n = 0;
     for (const auto* s : shards)
       for (size_t c = 0; c < clusters; ++c)
-        n += s->cluster(c).errors[e].get();
+        n += s->cluster(c).errors[error].get();
     ClientMetric m = value_metric(static_cast<double>(n), true);
     m.label = {{"kind", kind}};
     timeouts.metric.push_back(std::move(m));
@@ -399,7 +413,10 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
     tls.metric.push_back(std::move(m));
   }
   out.push_back(std::move(tls));
+}
 
+// The process, its uptime and version.
+void append_identity(std::vector<MetricFamily>& out, double uptime_seconds) {
   timeval now{};
   ::gettimeofday(&now, nullptr);
   append_process_metrics(out, static_cast<double>(now.tv_sec) + now.tv_usec / 1e6 - uptime_seconds);
@@ -417,7 +434,18 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   im.gauge.value = 1;
   info.metric.push_back(std::move(im));
   out.push_back(std::move(info));
+}
 
+} // namespace
+
+std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
+                   const std::vector<const ServerStats*>& servers, double uptime_seconds) {
+  std::vector<MetricFamily> out;
+  append_route_metrics(out, cfg, shards);
+  append_cluster_metrics(out, cfg, shards);
+  append_endpoint_metrics(out, cfg, shards);
+  append_server_metrics(out, shards, servers);
+  append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);
 }
 

@@ -5,6 +5,7 @@
 // with relaxed loads and merges the shards at scrape time.
 #include "config/config.h"
 #include "core/counter.h"
+#include "metrics/error_kinds.h"
 #include "metrics/histogram.h"
 #include "metrics/request_counts.h"
 
@@ -45,16 +46,6 @@ struct EndpointGauges {
 enum class Protocol : uint8_t { H1, H2C, H2, COUNT };
 const char* to_string(Protocol p);
 
-// Upstream error kinds, as the errors counter labels them: UpstreamError's values in order,
-// then requests retried and requests whose queue wait ran out.
-inline constexpr const char* kUpstreamErrorKinds[] = {
-    "connect_refused", "connect_timeout", "reset",   "response_timeout",
-    "protocol_error",  "local_resources", "retried", "queue_timeout"};
-inline constexpr size_t kErrorKinds = std::size(kUpstreamErrorKinds);
-// The kinds past upstream::UpstreamError's values (which come first, in order).
-inline constexpr size_t kErrorRetried = 6;
-inline constexpr size_t kErrorQueueTimeout = 7;
-
 // Why requests were sent upstream again: upstream::RetryReason's values in order.
 inline constexpr const char* kRetryReasons[] = {"connect_failed", "refused_stream", "idempotent",
                                                 "non_idempotent"};
@@ -75,7 +66,7 @@ struct ClusterMetrics {
   Histogram connect;    // connect(2) to established, fresh connections only
   Histogram first_byte; // request handed to the connection to the response head
   Histogram upstream;   // request handed to the connection to the response's last byte
-  Counter errors[kErrorKinds];
+  ErrorCounters errors; // error_kinds.h
   Counter retries[kRetryReasonCount];
   std::vector<EndpointGauges> endpoints; // in configuration order
 };

@@ -404,7 +404,7 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   }
   retried_ = true;
   set_state(State::WAITING);
-  pool_->metrics().errors[metrics::kErrorRetried].inc();
+  pool_->metrics().errors.retried().inc();
   pool_->metrics().retries[static_cast<size_t>(*why)].inc();
   next->hold();
   pool_->release();

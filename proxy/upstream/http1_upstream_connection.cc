@@ -439,7 +439,7 @@ void Http1UpstreamConnection::fail(UpstreamError e, bool counted) {
   if (delivery == Delivery::UNANSWERED && reused_after_idle_ > 0)
     conns_.note_idle_closed(reused_after_idle_);
   if (!counted)
-    pool_.metrics().errors[static_cast<int>(e)].inc();
+    pool_.metrics().errors[kind_of(e)].inc();
   close();
   if (c)
     c->on_upstream_error(e, delivery);

@@ -192,7 +192,7 @@ void Http2UpstreamConnection::on_writable() {
 void Http2UpstreamConnection::on_timer() {
   if (state_ == State::CONNECTING) {
     pool_.note_connect_failed(UpstreamError::CONNECT_TIMEOUT);
-    pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
+    pool_.metrics().errors.connect_timeout().inc();
     close(UpstreamError::CONNECT_TIMEOUT);
   } else if (streams_.empty()) {
     drain(); // idle for too long: retire before the upstream's own timeout
@@ -405,7 +405,7 @@ int Http2UpstreamConnection::on_stream_close(nghttp2_session*, int32_t id, uint3
                                                                            : Delivery::UNANSWERED;
   if (client) {
     st->client_ = nullptr;
-    c->pool_.metrics().errors[static_cast<int>(UpstreamError::RESET)].inc();
+    c->pool_.metrics().errors.reset().inc();
   }
   if (st->unconsumed_ > 0)
     PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(c->session_, st->unconsumed_));
@@ -447,7 +447,7 @@ void Http2UpstreamConnection::close(UpstreamError e) {
       ev_timer_stop(pool_.loop(), &st->timer_);
     }
   if (!connect_failed && !failed.empty())
-    pool_.metrics().errors[static_cast<int>(e)].inc();
+    pool_.metrics().errors[kind_of(e)].inc();
   conns_.closed(this); // disposes of this, its queued flush cancelled
   for (auto [client, delivery] : failed)
     client->on_upstream_error(e, delivery);

@@ -215,7 +215,7 @@ void Http2UpstreamStream::on_timer() {
     return;
   }
   UpstreamStreamListener* c = client_;
-  conn_.pool_.metrics().errors[static_cast<int>(UpstreamError::RESPONSE_TIMEOUT)].inc();
+  conn_.pool_.metrics().errors.response_timeout().inc();
   release_client(true);
   if (c)
     c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, Delivery::ANSWERED);

@@ -1,22 +1,32 @@
 #pragma once
 // How an upstream exchange fails, and how far its request got before it did: what the upstream
 // connections report and the retry policy judges.
+#include "metrics/error_kinds.h"
+
 #include <cstdint>
 
 namespace portico::upstream {
 
+// Its values and their meaning are declared with the metrics' error kinds (error_kinds.h),
+// which begin with these, in this order.
 enum class UpstreamError : uint8_t {
-  CONNECT_REFUSED,  // refused, unreachable, no such socket: 502
-  CONNECT_TIMEOUT,  // 504
-  RESET,            // closed or reset before the response was complete: 502 (or a retry)
-  RESPONSE_TIMEOUT, // no response byte in time: 504
-  PROTOCOL_ERROR,   // not HTTP: 502
-  // The proxy itself is out of file descriptors or memory for a new connection: 503, and the
-  // endpoint is not held down (nothing is wrong with it).
-  LOCAL_RESOURCES,
+#define PORTICO_UPSTREAM_ENUM(name, label) name,
+  PORTICO_UPSTREAM_FAILURES(PORTICO_UPSTREAM_ENUM)
+#undef PORTICO_UPSTREAM_ENUM
 };
 
-const char* to_string(UpstreamError e);
+inline metrics::ErrorKind kind_of(UpstreamError e) {
+  return static_cast<metrics::ErrorKind>(e);
+}
+inline const char* to_string(UpstreamError e) {
+  return metrics::kErrorKindNames[static_cast<size_t>(e)];
+}
+#define PORTICO_UPSTREAM_SAME(name, label)                                                         \
+  static_assert(static_cast<size_t>(UpstreamError::name) ==                                        \
+                static_cast<size_t>(metrics::ErrorKind::name));
+PORTICO_UPSTREAM_FAILURES(PORTICO_UPSTREAM_SAME)
+#undef PORTICO_UPSTREAM_SAME
+
 // The connection never came up: nothing of the request reached the upstream.
 inline bool is_connect_failure(UpstreamError e) {
   return e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;

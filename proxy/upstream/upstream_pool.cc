@@ -68,7 +68,7 @@ void UpstreamPool::tls_failed(const char* why) {
                    "TLS handshake with upstream %s (%s) failed: %s", spec_.text.c_str(),
                    tls_server_name_.c_str(), why);
   note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
-  metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  metrics_.errors.connect_refused().inc();
 }
 
 void UpstreamPool::keep_tls_session(SSL_SESSION* s) {
@@ -91,7 +91,7 @@ void UpstreamPool::acquire(UpstreamStreamListener* listener, bool fresh) {
 
 void UpstreamPool::wait_for_room(UpstreamStreamListener* listener) {
   if (has_address_ && cluster_.queue_timeout <= 0) {
-    metrics_.errors[metrics::kErrorQueueTimeout].inc();
+    metrics_.errors.queue_timeout().inc();
     listener->on_queue_timeout();
     return;
   }
@@ -100,14 +100,14 @@ void UpstreamPool::wait_for_room(UpstreamStreamListener* listener) {
 
 void UpstreamPool::refuse(UpstreamStreamListener* listener) {
   if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-    metrics_.errors[static_cast<int>(UpstreamError::LOCAL_RESOURCES)].inc();
+    metrics_.errors.local_resources().inc();
     listener->on_upstream_error(UpstreamError::LOCAL_RESOURCES, Delivery::NOT_DELIVERED);
     return;
   }
   log::write(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, "cluster %s: connect to %s: %s",
              cluster_.name.c_str(), spec_.text.c_str(), std::strerror(errno));
   note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
-  metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+  metrics_.errors.connect_refused().inc();
   listener->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
 }
 
@@ -172,7 +172,7 @@ void UpstreamPool::address_failed() {
   if (has_address_)
     return; // keep using the last good answer
   while (UpstreamStreamListener* l = take_waiter()) {
-    metrics_.errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+    metrics_.errors.connect_refused().inc();
     l->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
   }
 }
@@ -267,11 +267,11 @@ void UpstreamPool::on_queue_timer() {
     UpstreamStreamListener* l = take_waiter();
     if (!has_address_) {
       // Still no answer from the resolver: a gateway timeout, not a full queue.
-      metrics_.errors[static_cast<int>(UpstreamError::CONNECT_TIMEOUT)].inc();
+      metrics_.errors.connect_timeout().inc();
       l->on_upstream_error(UpstreamError::CONNECT_TIMEOUT, Delivery::NOT_DELIVERED);
       continue;
     }
-    metrics_.errors[metrics::kErrorQueueTimeout].inc();
+    metrics_.errors.queue_timeout().inc();
     l->on_queue_timeout();
   }
   arm_queue_timer();

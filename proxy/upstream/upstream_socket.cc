@@ -15,7 +15,7 @@ UpstreamSocket::Connect UpstreamSocket::advance_connect(std::string_view alpn, U
   if (!tls_) {
     if (!core::connect_succeeded(fd_)) {
       pool_.note_connect_failed(UpstreamError::CONNECT_REFUSED);
-      pool_.metrics().errors[static_cast<int>(UpstreamError::CONNECT_REFUSED)].inc();
+      pool_.metrics().errors.connect_refused().inc();
       *why = UpstreamError::CONNECT_REFUSED;
       return Connect::FAILED;
     }

@@ -209,9 +209,9 @@ TEST_F(ExpositionTest, UpstreamPhaseHistogramsPerCluster) {
 }
 
 TEST_F(ExpositionTest, ErrorsRetriesAndTimeouts) {
-  a_->cluster(0).errors[1].inc(2); // connect_timeout
-  b_->cluster(0).errors[kErrorQueueTimeout].inc();
-  b_->cluster(0).errors[kErrorRetried].inc(4);
+  a_->cluster(0).errors.connect_timeout().inc(2);
+  b_->cluster(0).errors.queue_timeout().inc();
+  b_->cluster(0).errors.retried().inc(4);
   a_->cluster(0).retries[2].inc(); // idempotent
   sa_.count(ClientTimeout::HEADER);
   sb_.count(ClientTimeout::HEADER);
@@ -219,9 +219,13 @@ TEST_F(ExpositionTest, ErrorsRetriesAndTimeouts) {
   std::string text = expose_now();
   std::vector<std::string> errors;
   for (size_t k = 0; k < kErrorKinds; ++k) {
-    const char* n = k == 1 ? "2" : k == kErrorRetried ? "4" : k == kErrorQueueTimeout ? "1" : "0";
+    auto kind = static_cast<ErrorKind>(k);
+    const char* n = kind == ErrorKind::CONNECT_TIMEOUT ? "2"
+                    : kind == ErrorKind::RETRIED       ? "4"
+                    : kind == ErrorKind::QUEUE_TIMEOUT ? "1"
+                                                       : "0";
     errors.push_back(std::string("portico_upstream_errors_total{cluster=\"app\",kind=\"") +
-                     kUpstreamErrorKinds[k] + "\"} " + n);
+                     kErrorKindNames[k] + "\"} " + n);
   }
   EXPECT_EQ(lines_starting(text, "portico_upstream_errors_total"), errors) << text;
   EXPECT_EQ(lines_starting(text, "portico_upstream_retries_total"),

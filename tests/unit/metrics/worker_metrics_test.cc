@@ -61,7 +61,7 @@ TEST(WorkerMetrics, AReloadKeepsCountingInTheSlotsOfWhatStayed) {
   config::Config old = load(kTwoClusters);
   const std::vector<double> bounds{0.01, 0.1};
   WorkerMetrics before(old, &bounds);
-  before.cluster(1).errors[0].inc();
+  before.cluster(1).errors.connect_refused().inc();
   before.route(0).bytes_sent.inc(7);
   // The next configuration keeps "static" and the first route, adds a cluster and a route.
   std::string text(kTwoClusters);
@@ -70,7 +70,7 @@ TEST(WorkerMetrics, AReloadKeepsCountingInTheSlotsOfWhatStayed) {
   config::Config next = load(text);
   WorkerMetrics after(next, &bounds, before, {-1, 1, -1}, {0, -1, -1, 2});
   EXPECT_EQ(&after.cluster(1), &before.cluster(1)); // the same counters, shared
-  EXPECT_EQ(after.cluster(1).errors[0].get(), 1u);
+  EXPECT_EQ(after.cluster(1).errors.connect_refused().get(), 1u);
   EXPECT_NE(&after.cluster(0), &before.cluster(0)); // changed: afresh
   EXPECT_EQ(&after.route(0), &before.route(0));
   EXPECT_EQ(after.route(0).bytes_sent.get(), 7u);
@@ -85,7 +85,7 @@ TEST(WorkerMetrics, SlotsAreIndependent) {
   for (int i = 0; i < 3; ++i)
     m.route(2).requests.inc(0, Protocol::H2, 503, AnsweredBy::PROXY);
   m.route(0).bytes_sent.inc(100);
-  m.cluster(1).errors[kErrorQueueTimeout].inc();
+  m.cluster(1).errors.queue_timeout().inc();
   m.cluster(0).endpoints[2].busy.set(7);
   const WorkerMetrics& cm = m;
   auto count = [](const RouteMetrics& r, Protocol p, int code) {
@@ -100,8 +100,8 @@ TEST(WorkerMetrics, SlotsAreIndependent) {
   EXPECT_EQ(count(cm.route(1), Protocol::H2, 503), 0u);
   EXPECT_EQ(cm.route(0).bytes_sent.get(), 100u);
   EXPECT_EQ(cm.route(0).bytes_received.get(), 0u);
-  EXPECT_EQ(cm.cluster(1).errors[kErrorQueueTimeout].get(), 1u);
-  EXPECT_EQ(cm.cluster(0).errors[kErrorQueueTimeout].get(), 0u);
+  EXPECT_EQ(cm.cluster(1).errors.queue_timeout().get(), 1u);
+  EXPECT_EQ(cm.cluster(0).errors.queue_timeout().get(), 0u);
   EXPECT_EQ(cm.cluster(0).endpoints[2].busy.get(), 7);
   EXPECT_EQ(cm.cluster(0).endpoints[1].busy.get(), 0);
 }
@@ -111,13 +111,13 @@ TEST(WorkerMetrics, LabelNames) {
   EXPECT_STREQ(to_string(Protocol::H2C), "h2c");
   EXPECT_STREQ(to_string(Protocol::H2), "h2");
   // The error kinds begin with UpstreamError's values, named as it names them.
-  for (size_t i = 0; i < kErrorRetried; ++i)
-    EXPECT_STREQ(kUpstreamErrorKinds[i],
-                 upstream::to_string(static_cast<upstream::UpstreamError>(i)))
+  for (size_t i = 0; i < static_cast<size_t>(ErrorKind::RETRIED); ++i)
+    EXPECT_STREQ(kErrorKindNames[i], upstream::to_string(static_cast<upstream::UpstreamError>(i)))
         << i;
-  EXPECT_STREQ(kUpstreamErrorKinds[kErrorRetried], "retried");
-  EXPECT_STREQ(kUpstreamErrorKinds[kErrorQueueTimeout], "queue_timeout");
+  EXPECT_STREQ(kErrorKindNames[static_cast<size_t>(ErrorKind::RETRIED)], "retried");
+  EXPECT_STREQ(kErrorKindNames[static_cast<size_t>(ErrorKind::QUEUE_TIMEOUT)], "queue_timeout");
   EXPECT_EQ(kErrorKinds, 8u);
+  EXPECT_STREQ(upstream::to_string(upstream::UpstreamError::LOCAL_RESOURCES), "local_resources");
 }
 
 class EndpointTotalsTest : public ::testing::Test {

@@ -244,7 +244,7 @@ TEST_F(ProxiedExchangeTest, NoUpstreamListeningIsA502) {
   ASSERT_TRUE(run_until([&] { return ex.closed; }));
   EXPECT_EQ(ex.status, 502);
   EXPECT_EQ(ex.response, "Bad Gateway\n");
-  EXPECT_EQ(metrics_->errors[static_cast<size_t>(UpstreamError::CONNECT_REFUSED)].get(), 1u);
+  EXPECT_EQ(metrics_->errors.connect_refused().get(), 1u);
   EXPECT_EQ(requests_of_class(5, metrics::AnsweredBy::PROXY), 1u);
 }
 
@@ -256,7 +256,7 @@ TEST_F(ProxiedExchangeTest, AFullPoolPastTheQueueTimeoutIsA503) {
   ASSERT_TRUE(run_until([&] { return second.closed; }));
   EXPECT_EQ(second.status, 503);
   EXPECT_FALSE(first.closed);
-  EXPECT_EQ(metrics_->errors[metrics::kErrorQueueTimeout].get(), 1u);
+  EXPECT_EQ(metrics_->errors.queue_timeout().get(), 1u);
 }
 
 TEST_F(ProxiedExchangeTest, AResponseCutMidBodyAbortsTheClient) {
@@ -305,7 +305,7 @@ TEST_F(ProxiedExchangeTest, AGetTheUpstreamDroppedUnansweredIsSentOnceMore) {
   ASSERT_TRUE(run_until([&] { return ex.closed; }));
   EXPECT_EQ(ex.status, 200);
   EXPECT_EQ(ex.response, "ok");
-  EXPECT_EQ(metrics_->errors[metrics::kErrorRetried].get(), 1u);
+  EXPECT_EQ(metrics_->errors.retried().get(), 1u);
 }
 
 TEST_F(ProxiedExchangeTest, APostTheUpstreamDroppedUnansweredIsNotSentAgain) {
@@ -320,7 +320,7 @@ TEST_F(ProxiedExchangeTest, APostTheUpstreamDroppedUnansweredIsNotSentAgain) {
   ::shutdown(up, SHUT_RDWR); // it may have been applied: never replayed
   ASSERT_TRUE(run_until([&] { return ex.closed; }));
   EXPECT_EQ(ex.status, 502);
-  EXPECT_EQ(metrics_->errors[metrics::kErrorRetried].get(), 0u);
+  EXPECT_EQ(metrics_->errors.retried().get(), 0u);
   int fd = ::accept(listen_fd_, nullptr, nullptr);
   EXPECT_LT(fd, 0) << "the POST went to a second connection";
   if (fd >= 0)

@@ -154,7 +154,7 @@ TEST_F(UpstreamPoolTest, AQueuedRequestTimesOut) {
   EXPECT_EQ(b.queue_timeouts, 1);
   EXPECT_EQ(b.ready, 0);
   EXPECT_EQ(pool_->waiting(), 0u);
-  EXPECT_EQ(metrics_->errors[metrics::kErrorQueueTimeout].get(), 1u);
+  EXPECT_EQ(metrics_->errors.queue_timeout().get(), 1u);
   a.up->detach();
   deferred_->run();
 }
@@ -206,7 +206,7 @@ TEST_F(UpstreamPoolTest, OutOfDescriptorsIsLocalAndHoldsNothingDown) {
   ASSERT_EQ(a.errors.size(), 1u);
   EXPECT_EQ(a.errors[0].first, UpstreamError::LOCAL_RESOURCES);
   EXPECT_EQ(metrics_->endpoints[0].connect_failures.get(), 0);
-  EXPECT_EQ(metrics_->errors[static_cast<size_t>(UpstreamError::LOCAL_RESOURCES)].get(), 1u);
+  EXPECT_EQ(metrics_->errors.local_resources().get(), 1u);
   FakeRequest b; // and the endpoint serves the next request
   pool_->acquire(&b, false);
   EXPECT_EQ(b.ready, 1);
