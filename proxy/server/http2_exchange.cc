@@ -5,9 +5,24 @@
 #include "server/http2_server_session.h"
 #include "server/server_context.h"
 
+#include <cassert>
 #include <vector>
 
 namespace portico::server {
+
+const char* to_string(Http2Exchange::Phase p) {
+  switch (p) {
+  case Http2Exchange::Phase::HEAD: return "head";
+  case Http2Exchange::Phase::TOO_LARGE: return "too_large";
+  case Http2Exchange::Phase::DISPATCHED: return "dispatched";
+  }
+  return "?";
+}
+
+void Http2Exchange::set_phase(Phase next) {
+  assert(phase_ == Phase::HEAD && next != Phase::HEAD && "Http2Exchange phase transition");
+  phase_ = next;
+}
 
 namespace {
 // Streams outlive no connection, but their memory is reused across connections of a thread.
@@ -39,8 +54,8 @@ Http2Exchange* Http2Exchange::acquire(Http2ServerSession& s, int32_t id) {
   st->header_bytes_ = st->unconsumed_ = 0;
   st->send_waiting_since_ = 0;
   st->body_received_ = 0;
-  st->paused_ = st->dispatched_ = st->deferred_ = st->has_provider_ = false;
-  st->writable_wanted_ = st->too_large_ = false;
+  st->phase_ = Phase::HEAD;
+  st->paused_ = st->deferred_ = st->has_provider_ = st->writable_wanted_ = false;
   st->hook_ = {};
   st->request_.clear();
   st->request_trailers_.clear();

@@ -30,9 +30,20 @@ public:
 
   int32_t id() const { return id_; }
 
+  // Where the stream's request stands (its response has head_sent() and response_ended()).
+  enum class Phase : uint8_t {
+    HEAD,       // its header block is coming in
+    TOO_LARGE,  // the header block went over max_header_bytes: the rest of it is dropped, and
+                // the stream is answered 431 once it is complete, never handed to the handler
+    DISPATCHED, // the handler has the head; body and trailers go to its listener
+  };
+  Phase phase() const { return phase_; }
+
 private:
   friend class Http2ServerSession;
   Http2Exchange() = default;
+  // HEAD -> TOO_LARGE or DISPATCHED.
+  void set_phase(Phase next);
 
   Http2ServerSession* session_ = nullptr;
   core::ListHook<Http2Exchange> hook_; // in the session's list of open streams
@@ -44,12 +55,14 @@ private:
   size_t unconsumed_ = 0;            // request DATA held back from WINDOW_UPDATE while paused
   ev_tstamp send_waiting_since_ = 0; // response bytes queued, and none framed since
   int64_t body_received_ = 0;        // request DATA so far, for max_body_bytes
+  Phase phase_ = Phase::HEAD;
+  // Conditions of the body flow rather than steps of the stream's life.
   bool paused_ = false;
-  bool dispatched_ = false;      // the handler has seen the head
   bool deferred_ = false;        // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)
   bool has_provider_ = false;    // the response was submitted with a body
   bool writable_wanted_ = false; // went above the high watermark; tell the listener when low
-  bool too_large_ = false;       // header section over the limit: answered 431
 };
+
+const char* to_string(Http2Exchange::Phase p);
 
 } // namespace portico::server

@@ -9,6 +9,7 @@
 #include "server/http2_exchange.h"
 #include "server/server_context.h"
 
+#include <cassert>
 #include <charconv>
 #include <string>
 
@@ -72,7 +73,7 @@ Http2ServerSession::Http2ServerSession(ClientConnection& conn, const UpgradeToH2
     const auto& h = *up->head;
     if (nghttp2_session_upgrade2(session_, reinterpret_cast<const uint8_t*>(up->settings.data()),
                                  up->settings.size(), h.is_head(), nullptr) != 0) {
-      failed_ = true;
+      set_lifecycle(Lifecycle::FAILED);
       return;
     }
     Http2Exchange* st = Http2Exchange::acquire(*this, 1);
@@ -127,7 +128,7 @@ void Http2ServerSession::unlink(Http2Exchange* st) {
 }
 
 void Http2ServerSession::on_activate() {
-  if (failed_) {
+  if (lifecycle_ == Lifecycle::FAILED) {
     conn_.close_now();
     return;
   }
@@ -139,23 +140,43 @@ void Http2ServerSession::on_activate() {
   }
 }
 
+const char* to_string(Http2ServerSession::Lifecycle l) {
+  switch (l) {
+  case Http2ServerSession::Lifecycle::OPEN: return "open";
+  case Http2ServerSession::Lifecycle::DRAINING: return "draining";
+  case Http2ServerSession::Lifecycle::CLOSING: return "closing";
+  case Http2ServerSession::Lifecycle::FAILED: return "failed";
+  }
+  return "?";
+}
+
+void Http2ServerSession::set_lifecycle(Lifecycle next) {
+  [[maybe_unused]] bool legal = next == Lifecycle::FAILED     ? lifecycle_ != Lifecycle::FAILED
+                                : next == Lifecycle::DRAINING ? lifecycle_ == Lifecycle::OPEN
+                                : next == Lifecycle::CLOSING  ? lifecycle_ == Lifecycle::DRAINING
+                                                              : false;
+  assert(legal && "Http2ServerSession lifecycle transition");
+  lifecycle_ = next;
+}
+
 void Http2ServerSession::want_write() {
   conn_.want_flush();
 }
 
 void Http2ServerSession::fail() {
-  failed_ = true;
+  if (lifecycle_ != Lifecycle::FAILED)
+    set_lifecycle(Lifecycle::FAILED);
   // Lingering: a client still sending (a flood) would otherwise get a reset that can destroy
   // the GOAWAY saying why before it is read.
   conn_.close_after_flush(true);
 }
 
 size_t Http2ServerSession::on_input(const char* data, size_t len) {
-  if (failed_)
+  if (lifecycle_ == Lifecycle::FAILED)
     return len;
   if (!session_) {
     wake();
-    if (failed_)
+    if (lifecycle_ == Lifecycle::FAILED)
       return len;
   }
   ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
@@ -220,9 +241,9 @@ void Http2ServerSession::on_timeout() {
 }
 
 void Http2ServerSession::drain() {
-  if (draining_)
-    return;
-  draining_ = true;
+  if (lifecycle_ != Lifecycle::OPEN)
+    return; // draining already, or closing: a failed session's GOAWAY is on its way
+  set_lifecycle(Lifecycle::DRAINING);
   if (!session_)
     wake();
   // Two GOAWAYs (RFC 9113 6.8): first a notice that takes no stream away, then, once a PING
@@ -235,9 +256,9 @@ void Http2ServerSession::drain() {
 }
 
 void Http2ServerSession::send_final_goaway() {
-  if (final_goaway_sent_)
+  if (lifecycle_ != Lifecycle::DRAINING)
     return;
-  final_goaway_sent_ = true;
+  set_lifecycle(Lifecycle::CLOSING);
   PORTICO_NGHTTP2_MUST(nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                                              nghttp2_session_get_last_proc_stream_id(session_),
                                              NGHTTP2_NO_ERROR, nullptr, 0));
@@ -310,7 +331,6 @@ void Http2ServerSession::reset_stream(Http2Exchange& st, uint32_t error_code) {
 void Http2ServerSession::dispatch(Http2Exchange& st) {
   auto& ctx = conn_.context();
   auto& r = st.request_;
-  st.dispatched_ = true;
   st.loop_ = conn_.loop();
   st.client_address_ = conn_.peer_address();
   st.over_tls_ = conn_.is_tls();
@@ -322,10 +342,11 @@ void Http2ServerSession::dispatch(Http2Exchange& st) {
     if (const auto* host = r.find("host"))
       r.authority = host->value;
   ctx.stats().requests.inc();
-  if (st.too_large_) {
+  if (st.phase_ == Http2Exchange::Phase::TOO_LARGE) {
     st.respond(431, "text/plain", "Request Header Fields Too Large\n");
     return;
   }
+  st.set_phase(Http2Exchange::Phase::DISPATCHED);
   // What an HTTP/1 request line may not carry (a fragment, raw UTF-8, controls) is refused
   // here too: the upstream must not read a different path than the router did.
   if (!r.target.empty() && !http::is_valid_request_target(r.target)) {
@@ -375,7 +396,7 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
   if (f->hd.type != NGHTTP2_HEADERS)
     return 0;
   Http2Exchange* st = stream_of(s, f->hd.stream_id);
-  if (!st || st->too_large_)
+  if (!st || st->phase_ == Http2Exchange::Phase::TOO_LARGE)
     return 0;
   auto* me = self(ud);
   if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
@@ -394,7 +415,7 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
     return 0;
   st->header_bytes_ += namelen + valuelen + 32; // RFC 9113 6.5.2's accounting
   if (st->header_bytes_ > me->conn_.context().limits().parser.max_header_bytes) {
-    st->too_large_ = true;
+    st->set_phase(Http2Exchange::Phase::TOO_LARGE);
     return 0;
   }
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
@@ -428,7 +449,7 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
   auto* me = self(ud);
   switch (f->hd.type) {
   case NGHTTP2_PING:
-    if ((f->hd.flags & NGHTTP2_FLAG_ACK) && me->draining_)
+    if ((f->hd.flags & NGHTTP2_FLAG_ACK) && me->lifecycle_ == Lifecycle::DRAINING)
       me->send_final_goaway();
     break;
   case NGHTTP2_RST_STREAM:
@@ -483,7 +504,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
       self(ud)->reset_stream(*st, NGHTTP2_CANCEL);
     return 0;
   }
-  if (st->dispatched_ && !st->response_ended_ && st->listener_)
+  if (st->phase_ == Http2Exchange::Phase::DISPATCHED && !st->response_ended_ && st->listener_)
     st->listener_->on_request_body(*st, {reinterpret_cast<const char*>(data), len});
   if (st->paused_)
     st->unconsumed_ += len;

@@ -22,6 +22,17 @@ class Http2Exchange;
 
 class Http2ServerSession final : public ServerSession {
 public:
+  // The session's life, beside its streams' (Http2Exchange) and its connection's.
+  enum class Lifecycle : uint8_t {
+    OPEN,     // serving streams
+    DRAINING, // the shutdown notice and a PING are out; streams the client opens meanwhile
+              // are still served (RFC 9113 6.8)
+    CLOSING,  // the PING came back and the GOAWAY with the real last stream id went out
+    FAILED,   // a protocol error or a failed upgrade: nothing more is read, and the connection
+              // closes once the GOAWAY saying why has been written
+  };
+  Lifecycle lifecycle() const { return lifecycle_; }
+
   // up is non-null when this session takes over from "Upgrade: h2c".
   Http2ServerSession(ClientConnection& conn, const UpgradeToH2* up);
   ~Http2ServerSession() override;
@@ -102,6 +113,8 @@ private:
   Streams streams_;                      // open streams, for aborting them on close
   std::vector<Http2Exchange*> writable_; // streams to tell they may produce again
   ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
+  // OPEN -> DRAINING -> CLOSING; any but FAILED -> FAILED.
+  void set_lifecycle(Lifecycle next);
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
   static constexpr size_t kPreludeMax = 256;
@@ -109,9 +122,9 @@ private:
   bool replaying_ = false;   // wake() feeds the prelude again: no glitch is counted twice
   uint16_t prelude_len_ = 0;
   char prelude_[kPreludeMax];
-  bool draining_ = false;
-  bool final_goaway_sent_ = false; // the GOAWAY with the real last stream id
-  bool failed_ = false;
+  Lifecycle lifecycle_ = Lifecycle::OPEN;
 };
+
+const char* to_string(Http2ServerSession::Lifecycle l);
 
 } // namespace portico::server

@@ -27,7 +27,7 @@ void Http2ServerSession::keep_prelude(const char* data, size_t n) {
 }
 
 void Http2ServerSession::on_output_flushed() {
-  if (!prelude_kept_ || !session_ || draining_ || failed_ || upgraded_stream_ ||
+  if (!prelude_kept_ || !session_ || lifecycle_ != Lifecycle::OPEN || upgraded_stream_ ||
       !streams_.empty() || nghttp2_session_want_write(session_) ||
       !nghttp2_session_want_read(session_))
     return;
