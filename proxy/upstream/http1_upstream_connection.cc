@@ -30,10 +30,10 @@ Http1UpstreamConnection::~Http1UpstreamConnection() {
 void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_request) {
   client_ = client;
   ++requests_;
-  request_complete_ = request_sent_ = false;
+  request_ = RequestPhase::SENDING;
   last_progress_ = ev_now(pool_.loop());
-  response_seen_ = response_done_ = false;
-  tunnel_ = tunnel_write_shut_ = false;
+  response_ = ResponsePhase::AWAITING;
+  tunnel_write_shut_ = false;
   reading_paused_ = false;
   arena_.reset();
   parser_.start(head_request);
@@ -77,14 +77,14 @@ void Http1UpstreamConnection::send_body(std::string_view data) {
 }
 
 void Http1UpstreamConnection::end_request(std::span<const http::Header> trailers) {
-  if (tunnel_) {
+  if (response_ == ResponsePhase::TUNNEL) {
     tunnel_write_shut_ = true; // shut once what is queued has gone (flush)
     want_flush();
     return;
   }
   if (framing_ == BodyFraming::CHUNKED)
     http::append_last_chunk(out_, trailers);
-  request_complete_ = true;
+  request_ = RequestPhase::COMPLETE;
   want_flush();
 }
 
@@ -138,10 +138,10 @@ void Http1UpstreamConnection::flush() {
       tls_->shutdown();       // close_notify first: our end of the TLS stream
     ::shutdown(fd_, SHUT_WR); // the WebSocket peer reads our EOF; its own may follow
   }
-  if (request_complete_ && out_.empty() && !request_sent_) {
+  if (request_ == RequestPhase::COMPLETE && out_.empty()) {
     // All of it is with the upstream: from now on the wait is for its answer. The timer
     // armed at attach finds the new deadline when it fires (no re-arming per request).
-    request_sent_ = true;
+    request_ = RequestPhase::SENT;
     last_read_ = ev_now(pool_.loop());
   }
   if (was_high && out_.size() < 64 * 1024 && client_)
@@ -245,7 +245,7 @@ void Http1UpstreamConnection::on_readable() {
     close();
     return;
   }
-  if (tunnel_) {
+  if (response_ == ResponsePhase::TUNNEL) {
     read_tunnel();
     return;
   }
@@ -267,7 +267,7 @@ void Http1UpstreamConnection::on_readable() {
       }
       if (r == Read::END) {
         // EOF: completes a close-delimited body, cuts anything else.
-        if (parser_.finish() && response_done_) {
+        if (parser_.finish() && response_ == ResponsePhase::DONE) {
           head_.keep_alive = false; // close-delimited: the connection is spent
           finish_exchange();
           return;
@@ -278,18 +278,19 @@ void Http1UpstreamConnection::on_readable() {
       in_->end += static_cast<uint32_t>(n);
       last_read_ = ev_now(pool_.loop());
     }
-    response_seen_ = true;
+    if (response_ == ResponsePhase::AWAITING)
+      response_ = ResponsePhase::RECEIVING;
     size_t used = parser_.feed(in_->data + in_->begin, in_->readable());
     in_->begin += static_cast<uint32_t>(used);
     if (state_ != State::ACTIVE)
       return;
     if (parser_.upgraded()) {
       // The 101 went to the client; what followed it in this read is the tunnel's.
-      tunnel_ = true;
+      response_ = ResponsePhase::TUNNEL;
       read_tunnel();
       return;
     }
-    if (response_done_) {
+    if (response_ == ResponsePhase::DONE) {
       // Finished here, after the parser returned, so that leftover bytes are known.
       finish_exchange();
       release_input();
@@ -342,7 +343,7 @@ void Http1UpstreamConnection::on_timer() {
   switch (state_) {
   case State::CONNECTING: fail(UpstreamError::CONNECT_TIMEOUT); return;
   case State::ACTIVE: {
-    if (tunnel_) {
+    if (response_ == ResponsePhase::TUNNEL) {
       // Idle both ways for upgrade_timeout: closed. A client that does not read is its
       // send_timeout's (reading is paused then), not this.
       double left = std::max(last_progress_, last_read_) + tunnel_timeout_ - now;
@@ -357,8 +358,9 @@ void Http1UpstreamConnection::on_timer() {
     // going up, the limit is on its progress (either side may be slow); response_timeout
     // starts once it has all been written.
     const auto& c = pool_.cluster();
-    double left = request_sent_ ? last_read_ + c.response_timeout - now
-                                : std::max(last_progress_, last_read_) + c.send_timeout - now;
+    double left = request_ == RequestPhase::SENT
+                      ? last_read_ + c.response_timeout - now
+                      : std::max(last_progress_, last_read_) + c.send_timeout - now;
     if (reading_paused_ || left > 0.001) {
       arm_timer(reading_paused_ ? c.response_timeout : left);
       return;
@@ -375,7 +377,7 @@ void Http1UpstreamConnection::on_response_head(http::UpstreamResponseHead& head)
   // A 101 opens the tunnel before the client hears of it: what the client does on hearing it
   // (its side already shut: end_request) is the tunnel's.
   if (parser_.upgraded())
-    tunnel_ = true;
+    response_ = ResponsePhase::TUNNEL;
   if (client_)
     client_->on_upstream_head(head);
 }
@@ -391,7 +393,8 @@ void Http1UpstreamConnection::on_response_trailer(std::string_view name, std::st
 }
 
 void Http1UpstreamConnection::on_response_end() {
-  response_done_ = true;
+  if (response_ != ResponsePhase::TUNNEL)
+    response_ = ResponsePhase::DONE;
 }
 
 void Http1UpstreamConnection::finish_exchange() {
@@ -402,8 +405,8 @@ void Http1UpstreamConnection::finish_exchange() {
   // answer (HEAD, 304) that states a body length is where an application that gets it wrong
   // sends that body anyway, in a later write where the next request's response would be
   // read: its framing is in doubt, and a new connection costs less than a wrong answer.
-  bool reusable = head_.keep_alive && !head_.body_announced && request_complete_ && out_.empty() &&
-                  (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
+  bool reusable = head_.keep_alive && !head_.body_announced && request_ != RequestPhase::SENDING &&
+                  out_.empty() && (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
                   framing_ != BodyFraming::TUNNEL &&
                   pool_.cluster().send_proxy_protocol ==
                       config::ProxyProtocolVersion::NONE; // one client's connection
@@ -429,7 +432,7 @@ void Http1UpstreamConnection::fail(UpstreamError e, bool counted) {
   bool connect_failed = is_connect_failure(e);
   // A timeout is the application's slowness, not a lost request: never sent again.
   Delivery delivery = connect_failed ? Delivery::NOT_DELIVERED
-                      : response_seen_ || e == UpstreamError::RESPONSE_TIMEOUT
+                      : response_ != ResponsePhase::AWAITING || e == UpstreamError::RESPONSE_TIMEOUT
                           ? Delivery::ANSWERED
                           : Delivery::UNANSWERED;
   if (connect_failed && !counted)
@@ -453,6 +456,38 @@ void Http1UpstreamConnection::close() {
   close_socket();
   out_.clear();
   conns_.on_closed(this); // disposes of this, its queued flush cancelled
+}
+
+const char* to_string(Http1UpstreamConnection::State s) {
+  using S = Http1UpstreamConnection::State;
+  switch (s) {
+  case S::CONNECTING: return "connecting";
+  case S::ACTIVE: return "active";
+  case S::IDLE: return "idle";
+  case S::CLOSED: return "closed";
+  }
+  return "?";
+}
+
+const char* to_string(Http1UpstreamConnection::RequestPhase p) {
+  using P = Http1UpstreamConnection::RequestPhase;
+  switch (p) {
+  case P::SENDING: return "sending";
+  case P::COMPLETE: return "complete";
+  case P::SENT: return "sent";
+  }
+  return "?";
+}
+
+const char* to_string(Http1UpstreamConnection::ResponsePhase p) {
+  using P = Http1UpstreamConnection::ResponsePhase;
+  switch (p) {
+  case P::AWAITING: return "awaiting";
+  case P::RECEIVING: return "receiving";
+  case P::DONE: return "done";
+  case P::TUNNEL: return "tunnel";
+  }
+  return "?";
 }
 
 } // namespace portico::upstream

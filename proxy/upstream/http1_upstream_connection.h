@@ -29,6 +29,20 @@ public:
     IDLE,       // in the pool, watched for EOF
     CLOSED,     // socket closed; the pool destroys the object after this iteration
   };
+  // While ACTIVE, how far the exchange's request has gone and how far its response has come:
+  // two enums, as the two go on independently (an upstream may answer before the request's
+  // end, and a 101 turns both into a tunnel).
+  enum class RequestPhase : uint8_t {
+    SENDING,  // head or body bytes may still come from the client
+    COMPLETE, // the whole request is in the output
+    SENT,     // ...and written: response_timeout runs from here
+  };
+  enum class ResponsePhase : uint8_t {
+    AWAITING,  // no response byte yet: a failure now may be retried (Delivery::UNANSWERED)
+    RECEIVING, // response bytes came
+    DONE,      // the parser saw its end
+    TUNNEL,    // the 101 came: bytes both ways are a WebSocket tunnel's
+  };
 
   Http1UpstreamConnection(Http1ConnectionPool& conns, int fd);
   ~Http1UpstreamConnection() override;
@@ -106,16 +120,19 @@ private:
   UpstreamStreamListener* client_ = nullptr;
   uint32_t requests_ = 0;
   BodyFraming framing_ = BodyFraming::NONE;
-  bool request_complete_ = false; // the whole request is in the output
-  bool request_sent_ = false;     // ...and written: response_timeout runs from here
+  // The current exchange's two halves, each one step of State::ACTIVE. The connection is
+  // never reused after a TUNNEL request, upgraded or not.
+  RequestPhase request_ = RequestPhase::SENDING;
+  ResponsePhase response_ = ResponsePhase::AWAITING;
+  // Conditions of the flow rather than steps: the client holds our reading back; the client
+  // has shut its side of the tunnel (our SHUT_WR follows once the output is empty).
   bool reading_paused_ = false;
-  bool response_seen_ = false; // any response byte for the current exchange
-  bool response_done_ = false;
-  // A WebSocket tunnel (framing_ TUNNEL): the 101 came, and the client has shut its side.
-  // The connection is never reused after a TUNNEL request, upgraded or not.
-  bool tunnel_ = false;
   bool tunnel_write_shut_ = false;
   double tunnel_timeout_ = 300;
 };
+
+const char* to_string(Http1UpstreamConnection::State s);
+const char* to_string(Http1UpstreamConnection::RequestPhase p);
+const char* to_string(Http1UpstreamConnection::ResponsePhase p);
 
 } // namespace portico::upstream
