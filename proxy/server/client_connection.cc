@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
@@ -186,11 +187,31 @@ void ClientConnection::resume_reading() {
   want_input();
 }
 
+const char* to_string(ClientConnection::CloseState s) {
+  using S = ClientConnection::CloseState;
+  switch (s) {
+  case S::OPEN: return "open";
+  case S::AFTER_FLUSH: return "after_flush";
+  case S::AFTER_FLUSH_LINGER: return "after_flush_linger";
+  case S::LINGERING: return "lingering";
+  case S::CLOSED: return "closed";
+  }
+  return "?";
+}
+
+void ClientConnection::set_close_state(CloseState next) {
+  [[maybe_unused]] bool legal = next == CloseState::CLOSED ? close_state_ != CloseState::CLOSED
+                                : next == CloseState::LINGERING
+                                    ? close_state_ == CloseState::AFTER_FLUSH_LINGER
+                                    : close_state_ == CloseState::OPEN && next != CloseState::OPEN;
+  assert(legal && "ClientConnection close state transition");
+  close_state_ = next;
+}
+
 void ClientConnection::close_after_flush(bool linger) {
   if (close_state_ != CloseState::OPEN)
     return;
-  close_state_ = CloseState::AFTER_FLUSH;
-  linger_ = linger;
+  set_close_state(linger ? CloseState::AFTER_FLUSH_LINGER : CloseState::AFTER_FLUSH);
   ev_io_stop(loop(), &rev_);
   want_flush();
 }
@@ -198,7 +219,7 @@ void ClientConnection::close_after_flush(bool linger) {
 void ClientConnection::close_now() {
   if (close_state_ == CloseState::CLOSED)
     return;
-  close_state_ = CloseState::CLOSED;
+  set_close_state(CloseState::CLOSED);
   if (tls_)
     tls_->shutdown();
   close_socket();
@@ -452,12 +473,12 @@ void ClientConnection::flush() {
   }
   if (was_high && output_.size() < Exchange::kLowWatermark && session_)
     session_->on_output_drained();
-  if (close_state_ == CloseState::AFTER_FLUSH && output_.empty()) {
-    if (linger_ && !eof_) {
+  if (closing_after_flush() && output_.empty()) {
+    if (close_state_ == CloseState::AFTER_FLUSH_LINGER && !eof_) {
       if (tls_)
         tls_->shutdown(); // close_notify before the FIN
       ::shutdown(fd_, SHUT_WR);
-      close_state_ = CloseState::LINGERING;
+      set_close_state(CloseState::LINGERING);
       ev_io_start(loop(), &rev_);
       timer_.repeat = ctx_.limits().linger_timeout;
       ev_timer_again(loop(), &timer_);
@@ -508,7 +529,7 @@ void ClientConnection::on_timer() {
     else
       close_now();
   }
-  if (close_state_ == CloseState::OPEN || close_state_ == CloseState::AFTER_FLUSH)
+  if (close_state_ == CloseState::OPEN || closing_after_flush())
     rearm_timer();
 }
 

@@ -77,12 +77,20 @@ public:
   uint32_t epoch = 0; // the context's configuration epoch when it was accepted
 
 private:
-  enum class CloseState {
-    OPEN,        // serving
-    AFTER_FLUSH, // close once output is written
-    LINGERING,   // write side shut, dropping input until EOF or a timer
-    CLOSED,      // socket closed; the context destroys the object
+  enum class CloseState : uint8_t {
+    OPEN,               // serving
+    AFTER_FLUSH,        // close once output is written
+    AFTER_FLUSH_LINGER, // ...then shut the write side and linger (a client still sending)
+    LINGERING,          // write side shut, dropping input until EOF or a timer
+    CLOSED,             // socket closed; the context destroys the object
   };
+  friend const char* to_string(CloseState s);
+  // OPEN -> AFTER_FLUSH[_LINGER] -> LINGERING (from _LINGER only) -> CLOSED; any -> CLOSED.
+  void set_close_state(CloseState next);
+  bool closing_after_flush() const {
+    return close_state_ == CloseState::AFTER_FLUSH ||
+           close_state_ == CloseState::AFTER_FLUSH_LINGER;
+  }
 
   void on_readable() override;
   void on_writable() override;
@@ -133,9 +141,12 @@ private:
   mutable sockaddr_storage local_ss_{};
   mutable bool local_known_ = false;
   std::string proxy_header_; // the part of it read so far
+  // Conditions beside CloseState, each on its own: the PROXY header is still to come (before
+  // TLS or HTTP); drain() came before the session did; the session holds reading back; input
+  // waits to be parsed in run_deferred; the client's EOF came; close_now() is due in
+  // run_deferred (asked from a callback the connection must outlive).
   bool awaiting_proxy_header_ = false;
-  bool drain_requested_ = false; // drain() came before the session did
-  bool linger_ = false;
+  bool drain_requested_ = false;
   bool reading_paused_ = false;
   bool input_pending_ = false;
   bool eof_ = false;
