@@ -140,25 +140,6 @@ void Http2ServerSession::on_activate() {
   }
 }
 
-const char* to_string(Http2ServerSession::Lifecycle l) {
-  switch (l) {
-  case Http2ServerSession::Lifecycle::OPEN: return "open";
-  case Http2ServerSession::Lifecycle::DRAINING: return "draining";
-  case Http2ServerSession::Lifecycle::CLOSING: return "closing";
-  case Http2ServerSession::Lifecycle::FAILED: return "failed";
-  }
-  return "?";
-}
-
-void Http2ServerSession::set_lifecycle(Lifecycle next) {
-  [[maybe_unused]] bool legal = next == Lifecycle::FAILED     ? lifecycle_ != Lifecycle::FAILED
-                                : next == Lifecycle::DRAINING ? lifecycle_ == Lifecycle::OPEN
-                                : next == Lifecycle::CLOSING  ? lifecycle_ == Lifecycle::DRAINING
-                                                              : false;
-  assert(legal && "Http2ServerSession lifecycle transition");
-  lifecycle_ = next;
-}
-
 void Http2ServerSession::want_write() {
   conn_.want_flush();
 }
