@@ -9,7 +9,6 @@
 #include "server/http2_exchange.h"
 #include "server/server_context.h"
 
-#include <cassert>
 #include <charconv>
 #include <string>
 
