@@ -277,7 +277,6 @@ void FilterChain::send_head_to_client(FilterResponseHead& head) {
   out.content_length = head.content_length;
   if (head.fields)
     out.more = *head.fields;
-  response_sent_ = true;
   if (head.tunnel)
     ex_->start_tunnel(out);
   else

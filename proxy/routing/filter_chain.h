@@ -62,8 +62,6 @@ public:
   // Response bytes held here or by filters went above the high watermark and not yet below
   // the low one: the upstream should not be read (chain_response_drained says when again).
   bool response_high() const { return response_high_; }
-  // The response's head has reached the client exchange.
-  bool response_sent() const { return response_sent_; }
 
   // Filter's protected helpers, for the filter at index i.
   server::Exchange& exchange() const { return *ex_; }
@@ -154,7 +152,6 @@ private:
   bool response_begun_ = false; // a head entered the response side
   bool response_held_ = false;
   bool response_high_ = false; // response_held() went above the high watermark
-  bool response_sent_ = false; // the head reached the client exchange
   FilterResponseHead held_head_;
   std::vector<http::Header> held_fields_;
   Queue response_queue_;
