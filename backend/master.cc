@@ -54,6 +54,11 @@ Master::Master(Options opts, std::vector<ListenSocket> sockets)
     shm_ = std::make_unique<ShmCounterTable>();
   if (!opts_.admin.empty())
     metrics_ = std::make_unique<BackendMetrics>(BackendMetrics::capacity_for(target_));
+  // Room for many more workers than asked for (TTIN, generations draining after HUPs); one
+  // that finds no place accepts without asking.
+  balance_ = std::make_unique<AcceptBalance>(std::max<size_t>(1024, 4 * size_t(target_)));
+  if (!balance_->ok())
+    balance_.reset();
 }
 
 Master::~Master() {
@@ -113,7 +118,8 @@ bool Master::spawn() {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master_pid)
       _exit(0); // the master died before PR_SET_PDEATHSIG took hold
-    int code = run_worker(opts_, sockets_, shm_.get(), metrics_ ? &metrics_->slot(slot) : nullptr);
+    int code = run_worker(opts_, sockets_, shm_.get(), metrics_ ? &metrics_->slot(slot) : nullptr,
+                          balance_.get());
     std::fflush(nullptr);
 #ifdef __SANITIZE_ADDRESS__
     __lsan_do_leak_check(); // _exit skips LeakSanitizer's atexit check: a worker runs it here
@@ -164,6 +170,8 @@ void Master::reap() {
     workers_.erase(it);
     if (metrics_)
       metrics_->release(info.slot); // its counts stay in the slot for the next worker
+    if (balance_)
+      balance_->forget(pid);
     count_exit(info, status);
     bool current = info.generation == generation_;
     if (WIFSIGNALED(status)) {

@@ -7,6 +7,7 @@
 // With --admin, the master also owns the request metrics table (a slot per live worker, in
 // shared memory made before fork) and serves /metrics and /healthz on its own libev loop,
 // through the server core (master_admin.h).
+#include "accept_balance.h"
 #include "backend_metrics.h"
 #include "listen_sockets.h"
 #include "master_admin.h"
@@ -63,6 +64,7 @@ private:
   Options opts_;
   std::vector<ListenSocket> sockets_;
   std::unique_ptr<ShmCounterTable> shm_;
+  std::unique_ptr<AcceptBalance> balance_;  // null when it could not be mapped
   std::unique_ptr<BackendMetrics> metrics_; // --admin only
   // The supervision loop: the signalfd, the admin endpoint, and a timer for the next deadline
   // (a respawn, the end of a graceful stop), run one turn at a time.

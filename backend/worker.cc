@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include "accept_balance.h"
 #include "app_router.h"
 #include "memcached_client.h"
 #include "request_meter.h"
@@ -21,10 +22,12 @@ namespace {
 class Worker {
 public:
   Worker(const Options& opts, struct ev_loop* loop, CounterStore& store, StaticFiles* files,
-         WorkerSlot* metrics)
+         WorkerSlot* metrics, AcceptBalance* balance)
       : opts_(opts), loop_(loop),
         meter_(metrics ? std::make_unique<RequestMeter>(*metrics) : nullptr),
-        router_(store, files, meter_.get()), ctx_(loop, router_, limits(opts)) {
+        share_(balance ? balance->join(getpid()) : nullptr), router_(store, files, meter_.get()),
+        ctx_(loop, router_, limits(opts)) {
+    ctx_.set_accept_share(share_.get());
     retire_after_ = pick_retire_count(opts);
     router_.on_each_request = [this] {
       if (retire_after_ > 0 && ++served_ >= retire_after_)
@@ -54,6 +57,8 @@ public:
       a->start();
       acceptors_.push_back(std::move(a));
     }
+    if (share_)
+      share_->set_accepting(true);
     return true;
   }
 
@@ -65,6 +70,8 @@ public:
     stopping_ = true;
     for (auto& a : acceptors_)
       a->stop();
+    if (share_)
+      share_->set_accepting(false); // the others must not leave connections to this one
     // The signal watchers stay: stopping the last one for a signal restores its default
     // action, and a second TERM (a HUP soon after a HUP, a stop during a restart) would then
     // kill this worker with its exchanges in flight. A repeated signal is a no-op here.
@@ -114,6 +121,7 @@ private:
   const Options& opts_;
   struct ev_loop* loop_;
   std::unique_ptr<RequestMeter> meter_; // before ctx_: connections closed with it still report
+  std::unique_ptr<server::AcceptShare> share_; // before ctx_, for the same reason
   AppRouter router_;
   server::ServerContext ctx_;
   std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
@@ -127,7 +135,7 @@ private:
 } // namespace
 
 int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
-               WorkerSlot* metrics) {
+               WorkerSlot* metrics, AcceptBalance* balance) {
   struct ev_loop* loop = ev_default_loop(EVFLAG_AUTO);
   std::unique_ptr<MemcachedClient> mc;
   CounterStore* store = shm;
@@ -145,7 +153,7 @@ int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, Sh
     }
   }
   {
-    Worker w(opts, loop, *store, files.get(), metrics);
+    Worker w(opts, loop, *store, files.get(), metrics, balance);
     if (!w.listen(sockets)) {
       std::perror("portico-backend: epoll");
       return kWorkerExitStartup;

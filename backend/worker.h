@@ -8,6 +8,7 @@
 
 namespace portico::backend {
 
+class AcceptBalance;
 class ShmCounterTable;
 class WorkerSlot;
 
@@ -16,8 +17,8 @@ inline constexpr int kWorkerExitRetired = 0; // max-requests reached or TERM: re
 inline constexpr int kWorkerExitStartup = 3; // could not start: respawn with backoff
 
 // Runs in the child after fork; returns the exit code. metrics: this worker's slot in the
-// master's metrics table (--admin), or null.
+// master's metrics table (--admin), or null. balance: the workers' connection counts, or null.
 int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
-               WorkerSlot* metrics);
+               WorkerSlot* metrics, AcceptBalance* balance);
 
 } // namespace portico::backend

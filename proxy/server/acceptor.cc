@@ -1,6 +1,7 @@
 #include "server/acceptor.h"
 
 #include "core/error_log.h"
+#include "server/accept_share.h"
 #include "server/server_context.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <utility>
 
 namespace portico::server {
 
@@ -18,6 +20,13 @@ constexpr int kAcceptsPerWakeup = 64;
 constexpr ev_tstamp kFirstBackoff = 0.05;
 constexpr ev_tstamp kMaxBackoff = 1.0;
 constexpr ev_tstamp kMemoryRecheck = 0.1;
+// How long a connection waits for a sharer holding fewer: time for a woken process to be
+// scheduled, short enough that one which never comes costs a client little.
+constexpr ev_tstamp kShareYield = 0.005;
+// After a yield no one answered (a sharer stopped, or stuck in a long request): how long this
+// one accepts without asking, so that a stuck sharer costs a yield a second, not one per
+// connection.
+constexpr ev_tstamp kShareOff = 1.0;
 
 bool out_of_resources(int err) {
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
@@ -30,8 +39,17 @@ void Acceptor::io_cb(struct ev_loop*, ev_io* w, int) {
 
 void Acceptor::backoff_cb(struct ev_loop*, ev_timer* w, int) {
   auto* a = static_cast<Acceptor*>(w->data);
-  if (a->started_ && !a->at_limit_)
-    ev_io_start(a->ctx_.loop(), &a->io_);
+  bool yielded = std::exchange(a->yielded_, false);
+  if (!a->started_ || a->at_limit_)
+    return;
+  ev_io_start(a->ctx_.loop(), &a->io_);
+  if (yielded) {
+    // Another sharer took connections meanwhile: ask again. None did: stop asking for a while.
+    AcceptShare* share = a->ctx_.accept_share();
+    if (share && share->accepted_by_all() == a->accepted_seen_)
+      a->share_off_until_ = ev_now(a->ctx_.loop()) + kShareOff;
+    a->on_ready();
+  }
 }
 
 Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls, uint16_t listener)
@@ -115,6 +133,8 @@ void Acceptor::on_ready() {
       return;
     default: break;
     }
+    if (leave_to_another())
+      return;
     sockaddr_storage peer;
     socklen_t len = sizeof peer;
     int fd =
@@ -134,7 +154,19 @@ void Acceptor::on_ready() {
   }
 }
 
+bool Acceptor::leave_to_another() {
+  AcceptShare* share = ctx_.accept_share();
+  if (!share || ev_now(ctx_.loop()) < share_off_until_ ||
+      !share->another_holds_fewer(ctx_.connection_count()))
+    return false;
+  accepted_seen_ = share->accepted_by_all();
+  pause_for(kShareYield);
+  yielded_ = true;
+  return true;
+}
+
 void Acceptor::pause_for(ev_tstamp seconds) {
+  yielded_ = false;
   ev_io_stop(ctx_.loop(), &io_);
   ev_timer_set(&backoff_, seconds, 0);
   ev_timer_start(ctx_.loop(), &backoff_);

@@ -4,7 +4,9 @@
 // connection wakes one worker rather than all of them. At a connection limit accepting pauses
 // (the kernel's backlog holds the rest) until a connection closes; when the process is out of
 // file descriptors it pauses with a growing backoff instead of spinning on a level-triggered
-// socket it cannot serve.
+// socket it cannot serve. With an AcceptShare (server/accept_share.h) it leaves a connection to
+// a sharer holding fewer; when none took it within a moment, it takes it and stops asking for
+// a while.
 #include <cstdint>
 #include <ev.h>
 #include <openssl/ssl.h>
@@ -35,6 +37,9 @@ private:
   static void io_cb(struct ev_loop* loop, ev_io* w, int revents);
   static void backoff_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_ready();
+  // Leaves the queued connections to a sharer holding fewer; false when this one should take
+  // the next itself.
+  bool leave_to_another();
   void back_off(int err);
   // Stops watching the socket; backoff_cb starts again after seconds.
   void pause_for(ev_tstamp seconds);
@@ -49,6 +54,9 @@ private:
   ev_tstamp delay_ = 0; // the current backoff, 0 while accepts succeed
   bool started_ = false;
   bool at_limit_ = false;
+  bool yielded_ = false;       // backoff_ is the share's moment, not an error's backoff
+  uint64_t accepted_seen_ = 0; // the share's accepted_by_all() when this one yielded
+  ev_tstamp share_off_until_ = 0;
 };
 
 } // namespace portico::server

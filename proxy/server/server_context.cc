@@ -1,5 +1,6 @@
 #include "server/server_context.h"
 
+#include "server/accept_share.h"
 #include "server/acceptor.h"
 #include "server/client_connection.h"
 
@@ -47,6 +48,8 @@ void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, ui
     per_listener_.resize(listener + 1);
   ++per_listener_[listener];
   stats_->connections_accepted.inc();
+  if (share_)
+    share_->accepted(connections_.size());
   if (draining_)
     c->drain();
 }
@@ -84,6 +87,8 @@ void ServerContext::destroy(ClientConnection* c) {
   connections_.pop_back();
   deferred_->cancel(c);
   delete c;
+  if (share_)
+    share_->closed(connections_.size());
   for (Acceptor* a : acceptors_)
     a->on_room();
   check_drained();

@@ -24,6 +24,7 @@ using metrics::ClientRejection;
 using metrics::ClientTimeout;
 using metrics::ServerStats;
 
+class AcceptShare;
 class Acceptor;
 class ClientConnection;
 
@@ -99,6 +100,9 @@ public:
   void remove_acceptor(Acceptor* a) { std::erase(acceptors_, a); }
   // AT_LIMIT or MEMORY when one more connection does not fit now, else COUNT.
   ClientRejection may_accept(uint16_t listener) const;
+  // Other processes share the listening sockets and balance with this one (null: none).
+  void set_accept_share(AcceptShare* share) { share_ = share; }
+  AcceptShare* accept_share() const { return share_; }
 
   // Graceful stop: busy connections close after their current exchanges, with "Connection:
   // close" on HTTP/1 and GOAWAY on HTTP/2 (a notice first, the last stream id a round trip
@@ -136,6 +140,7 @@ private:
   std::vector<uint32_t> per_listener_;         // open connections by listener index
   std::vector<uint32_t> per_epoch_{0};         // open connections by epoch accepted in
   std::vector<Acceptor*> acceptors_;
+  AcceptShare* share_ = nullptr;
   bool draining_ = false;
   std::function<void()> on_drained_;
 };

@@ -37,9 +37,10 @@ sample = harness.metric_sample
 class AdminBackend(Backend):
     """A backend with --admin on a fresh loopback port of its own."""
 
-    def __init__(self, *args, workers=2):
+    def __init__(self, *args, workers=2, unix=False):
         self.admin_port = harness.free_port()
-        super().__init__("--admin", f"127.0.0.1:{self.admin_port}", *args, workers=workers)
+        super().__init__("--admin", f"127.0.0.1:{self.admin_port}", *args, workers=workers,
+                         unix=unix)
         if not port_open("127.0.0.1", self.admin_port):  # bound before any worker was forked
             log = self.read_log()
             self.stop()
