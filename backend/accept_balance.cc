@@ -1,5 +1,6 @@
 #include "accept_balance.h"
 
+#include <chrono>
 #include <new>
 #include <sys/mman.h>
 
@@ -7,6 +8,14 @@ namespace portico::backend {
 
 namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
+// How long a worker that kept a connection waiting is skipped.
+constexpr int64_t kPassOverNs = 1'000'000'000;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 } // namespace
 
 class AcceptBalance::Member : public server::AcceptShare {
@@ -15,28 +24,42 @@ public:
 
   void accepted(size_t held) override {
     mine_.held.store(static_cast<uint32_t>(held), kRelaxed);
+    mine_.passed_over_until.store(0, kRelaxed); // it runs: the others may wait for it again
     mine_.accepted.store(mine_.accepted.load(kRelaxed) + 1, kRelaxed); // one writer
   }
   void closed(size_t held) override { mine_.held.store(static_cast<uint32_t>(held), kRelaxed); }
   void set_accepting(bool accepting) override { mine_.accepting.store(accepting, kRelaxed); }
 
-  bool another_holds_fewer(size_t mine) const override {
+  int fewer_than(size_t mine) const override {
+    int best = -1;
+    uint32_t fewest = 0;
+    int64_t now = 0; // read once, if any place is passed over
     uint32_t used = table_.header_->used.load(kRelaxed);
     for (uint32_t i = 0; i < used; ++i) {
       const Place& p = table_.places_[i];
-      if (&p != &mine_ && p.owner.load(kRelaxed) != 0 && p.accepting.load(kRelaxed) &&
-          p.held.load(kRelaxed) < mine)
-        return true;
+      if (&p == &mine_ || !p.in_use.load(kRelaxed) || !p.accepting.load(kRelaxed))
+        continue;
+      uint32_t held = p.held.load(kRelaxed);
+      if (held >= mine || (best >= 0 && held >= fewest))
+        continue;
+      if (int64_t until = p.passed_over_until.load(kRelaxed)) {
+        if (!now)
+          now = steady_ns();
+        if (now < until)
+          continue;
+      }
+      best = static_cast<int>(i);
+      fewest = held;
     }
-    return false;
+    return best;
   }
 
-  uint64_t accepted_by_all() const override {
-    uint64_t sum = 0;
-    uint32_t used = table_.header_->used.load(kRelaxed);
-    for (uint32_t i = 0; i < used; ++i)
-      sum += table_.places_[i].accepted.load(kRelaxed);
-    return sum;
+  uint64_t accepted_by(int other) const override {
+    return table_.places_[other].accepted.load(kRelaxed);
+  }
+
+  void pass_over(int other) override {
+    table_.places_[other].passed_over_until.store(steady_ns() + kPassOverNs, kRelaxed);
   }
 
 private:
@@ -60,37 +83,39 @@ AcceptBalance::~AcceptBalance() {
     ::munmap(map_, bytes());
 }
 
-void AcceptBalance::forget(pid_t pid) {
-  if (!ok() || pid <= 0)
-    return;
-  uint32_t used = header_->used.load(kRelaxed);
-  for (uint32_t i = 0; i < used; ++i) {
-    Place& p = places_[i];
-    if (p.owner.load(kRelaxed) != pid)
-      continue;
-    p.accepting.store(false, kRelaxed);
-    p.held.store(0, kRelaxed);
-    p.owner.store(0, std::memory_order_release);
-    return;
-  }
-}
-
-std::unique_ptr<server::AcceptShare> AcceptBalance::join(pid_t pid) {
-  if (!ok() || pid <= 0)
-    return nullptr;
+int AcceptBalance::reserve() {
+  if (!ok())
+    return -1;
   for (size_t i = 0; i < capacity_; ++i) {
     Place& p = places_[i];
-    pid_t free = 0;
-    if (!p.owner.compare_exchange_strong(free, pid, std::memory_order_acquire))
+    if (p.in_use.load(kRelaxed))
       continue;
     p.held.store(0, kRelaxed);
-    p.accepting.store(false, kRelaxed); // until the worker's acceptors start
-    uint32_t used = header_->used.load(kRelaxed);
-    while (used < i + 1 && !header_->used.compare_exchange_weak(used, uint32_t(i + 1), kRelaxed)) {
-    }
-    return std::make_unique<Member>(*this, p);
+    p.passed_over_until.store(0, kRelaxed);
+    // Counted from now: the worker is about to accept, and the others leave it its share
+    // rather than take every connection of a burst that comes while it starts.
+    p.accepting.store(true, kRelaxed);
+    p.in_use.store(true, std::memory_order_release);
+    if (header_->used.load(kRelaxed) < i + 1)
+      header_->used.store(static_cast<uint32_t>(i + 1), kRelaxed); // the master alone writes it
+    return static_cast<int>(i);
   }
-  return nullptr;
+  return -1;
+}
+
+void AcceptBalance::release(int place) {
+  if (!ok() || place < 0 || static_cast<size_t>(place) >= capacity_)
+    return;
+  Place& p = places_[place];
+  p.accepting.store(false, kRelaxed);
+  p.held.store(0, kRelaxed);
+  p.in_use.store(false, std::memory_order_release);
+}
+
+std::unique_ptr<server::AcceptShare> AcceptBalance::member(int place) {
+  if (!ok() || place < 0 || static_cast<size_t>(place) >= capacity_)
+    return nullptr;
+  return std::make_unique<Member>(*this, places_[place]);
 }
 
 } // namespace portico::backend

@@ -2,17 +2,16 @@
 // Spreads connections over portico-backend's workers, which share each listening socket: a
 // table of the workers' open connection counts in an anonymous MAP_SHARED mapping the master
 // makes before it forks, read by each worker's acceptors before they accept
-// (server/accept_share.h). A worker claims a free place by its pid when it starts; the master
-// frees the place when it reaps the worker, so that one killed in mid-flight leaves no place
-// the others would wait on. Every field is a hint written with relaxed stores: a stale count
-// costs a connection the wrong worker, never a lost one.
+// (server/accept_share.h). The master gives each worker it forks a place, and frees it when it
+// reaps the worker, so that one killed in mid-flight leaves no place the others would wait on.
+// Every field is a hint written with relaxed stores: a stale count costs a connection the
+// wrong worker, never a lost one.
 #include "server/accept_share.h"
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <sys/types.h>
 
 namespace portico::backend {
 
@@ -25,22 +24,25 @@ public:
   AcceptBalance& operator=(const AcceptBalance&) = delete;
 
   bool ok() const { return places_ != nullptr; }
-  // Master: pid's worker has been reaped; its place is free.
-  void forget(pid_t pid);
-  // Worker: a place for pid, or null when every place is taken (the worker then accepts
-  // without asking anyone).
-  std::unique_ptr<server::AcceptShare> join(pid_t pid);
+  // Master, before fork: a place for the worker about to be forked, counted as accepting from
+  // now; -1 when every place is taken (that worker accepts without asking anyone).
+  int reserve();
+  // Master: the place's worker has been reaped, or was never forked.
+  void release(int place);
+  // Worker: its place, as the share its acceptors ask.
+  std::unique_ptr<server::AcceptShare> member(int place);
 
 private:
   class Member;
   struct alignas(64) Place {
-    std::atomic<pid_t> owner{0}; // 0: free
+    std::atomic<bool> in_use{false}; // written by the master alone
     std::atomic<bool> accepting{false};
     std::atomic<uint32_t> held{0};
-    std::atomic<uint64_t> accepted{0}; // never reset: whether anyone took a connection
+    std::atomic<uint64_t> accepted{0}; // never reset: whether it took one while others waited
+    std::atomic<int64_t> passed_over_until{0}; // steady clock, ns: it kept a connection waiting
   };
   struct Header {
-    std::atomic<uint32_t> used{0}; // places [0, used) may have an owner: what a scan reads
+    std::atomic<uint32_t> used{0}; // places [0, used) may be in use: what a scan reads
   };
 
   size_t bytes() const { return sizeof(Header) + capacity_ * sizeof(Place); }

@@ -90,6 +90,7 @@ bool Master::spawn() {
       return false;
     }
   }
+  int place = balance_ ? balance_->reserve() : -1;
   // The child checks that its parent is still this master, by pid: as PID 1 of a container
   // the master is pid 1 itself, so "parent is 1" cannot mean "the master is gone".
   pid_t master_pid = ::getpid();
@@ -98,6 +99,8 @@ bool Master::spawn() {
     log("fork failed: %s", std::strerror(errno));
     if (metrics_)
       metrics_->release(slot);
+    if (balance_)
+      balance_->release(place);
     return false;
   }
   if (pid == 0) {
@@ -119,14 +122,14 @@ bool Master::spawn() {
     if (getppid() != master_pid)
       _exit(0); // the master died before PR_SET_PDEATHSIG took hold
     int code = run_worker(opts_, sockets_, shm_.get(), metrics_ ? &metrics_->slot(slot) : nullptr,
-                          balance_.get());
+                          balance_ ? balance_->member(place) : nullptr);
     std::fflush(nullptr);
 #ifdef __SANITIZE_ADDRESS__
     __lsan_do_leak_check(); // _exit skips LeakSanitizer's atexit check: a worker runs it here
 #endif
     _exit(code);
   }
-  workers_[pid] = {generation_, now_seconds(), slot};
+  workers_[pid] = {generation_, now_seconds(), slot, place};
   log("worker %d started (generation %u)", int(pid), generation_);
   return true;
 }
@@ -171,7 +174,7 @@ void Master::reap() {
     if (metrics_)
       metrics_->release(info.slot); // its counts stay in the slot for the next worker
     if (balance_)
-      balance_->forget(pid);
+      balance_->release(info.place);
     count_exit(info, status);
     bool current = info.generation == generation_;
     if (WIFSIGNALED(status)) {

@@ -42,7 +42,8 @@ private:
   struct WorkerInfo {
     unsigned generation;
     double started_at;
-    int slot = -1; // in metrics_, when --admin is on
+    int slot = -1;  // in metrics_, when --admin is on
+    int place = -1; // in balance_
     StopReason stop = StopReason::NONE;
   };
 

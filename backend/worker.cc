@@ -1,9 +1,9 @@
 #include "worker.h"
 
-#include "accept_balance.h"
 #include "app_router.h"
 #include "memcached_client.h"
 #include "request_meter.h"
+#include "server/accept_share.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
 #include "shm_counter_table.h"
@@ -22,10 +22,10 @@ namespace {
 class Worker {
 public:
   Worker(const Options& opts, struct ev_loop* loop, CounterStore& store, StaticFiles* files,
-         WorkerSlot* metrics, AcceptBalance* balance)
+         WorkerSlot* metrics, std::unique_ptr<server::AcceptShare> share)
       : opts_(opts), loop_(loop),
         meter_(metrics ? std::make_unique<RequestMeter>(*metrics) : nullptr),
-        share_(balance ? balance->join(getpid()) : nullptr), router_(store, files, meter_.get()),
+        share_(std::move(share)), router_(store, files, meter_.get()),
         ctx_(loop, router_, limits(opts)) {
     ctx_.set_accept_share(share_.get());
     retire_after_ = pick_retire_count(opts);
@@ -57,8 +57,6 @@ public:
       a->start();
       acceptors_.push_back(std::move(a));
     }
-    if (share_)
-      share_->set_accepting(true);
     return true;
   }
 
@@ -135,7 +133,7 @@ private:
 } // namespace
 
 int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
-               WorkerSlot* metrics, AcceptBalance* balance) {
+               WorkerSlot* metrics, std::unique_ptr<server::AcceptShare> share) {
   struct ev_loop* loop = ev_default_loop(EVFLAG_AUTO);
   std::unique_ptr<MemcachedClient> mc;
   CounterStore* store = shm;
@@ -153,7 +151,7 @@ int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, Sh
     }
   }
   {
-    Worker w(opts, loop, *store, files.get(), metrics, balance);
+    Worker w(opts, loop, *store, files.get(), metrics, std::move(share));
     if (!w.listen(sockets)) {
       std::perror("portico-backend: epoll");
       return kWorkerExitStartup;

@@ -4,11 +4,15 @@
 #include "listen_sockets.h"
 #include "options.h"
 
+#include <memory>
 #include <vector>
+
+namespace portico::server {
+class AcceptShare;
+}
 
 namespace portico::backend {
 
-class AcceptBalance;
 class ShmCounterTable;
 class WorkerSlot;
 
@@ -17,8 +21,9 @@ inline constexpr int kWorkerExitRetired = 0; // max-requests reached or TERM: re
 inline constexpr int kWorkerExitStartup = 3; // could not start: respawn with backoff
 
 // Runs in the child after fork; returns the exit code. metrics: this worker's slot in the
-// master's metrics table (--admin), or null. balance: the workers' connection counts, or null.
+// master's metrics table (--admin), or null. share: its place among the workers' connection
+// counts (accept_balance.h), or null.
 int run_worker(const Options& opts, const std::vector<ListenSocket>& sockets, ShmCounterTable* shm,
-               WorkerSlot* metrics, AcceptBalance* balance);
+               WorkerSlot* metrics, std::unique_ptr<server::AcceptShare> share);
 
 } // namespace portico::backend

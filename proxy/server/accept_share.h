@@ -1,10 +1,12 @@
 #pragma once
 // Processes that share one listening socket agree on who takes the next connection. The
-// kernel wakes every sharer (or the last one to wait) and the first to run accepts all that
-// are queued: a burst of connections opened at once (a proxy's pooled h2c connections) lands on
-// one process, and stays there for the connections' lifetime. Before each accept an Acceptor
-// with a share asks whether another sharer holds fewer connections; if so it leaves the
-// connection to that one for a moment (nginx's accept_disabled, by connection count).
+// kernel wakes the sharers and the first to run accepts all that are queued: a burst of
+// connections opened at once (a proxy's pooled h2c connections) lands on one process, and stays
+// there for the connections' lifetime. Before each accept an Acceptor with a share asks for the
+// sharer holding the fewest connections, if that is fewer than its own; it then leaves the
+// connection to that one for a moment (nginx's accept_disabled, by connection count). A sharer
+// that took none meanwhile (stopped, stuck in a long request, not yet scheduled) is passed
+// over for a while, so that it holds up one connection, not every one.
 #include <cstddef>
 #include <cstdint>
 
@@ -18,11 +20,13 @@ public:
   virtual void closed(size_t held) = 0;
   // This process accepts (true) or has stopped accepting for good (false: draining).
   virtual void set_accepting(bool accepting) = 0;
-  // Another sharer that accepts holds fewer connections than this process's mine.
-  virtual bool another_holds_fewer(size_t mine) const = 0;
-  // Connections accepted by every sharer so far: whether the others took any while this one
-  // waited.
-  virtual uint64_t accepted_by_all() const = 0;
+  // The accepting sharer, not passed over, that holds the fewest connections if fewer than
+  // mine; -1 when there is none (this process takes the connection).
+  virtual int fewer_than(size_t mine) const = 0;
+  // Connections sharer `other` has accepted so far: whether it took any while this one waited.
+  virtual uint64_t accepted_by(int other) const = 0;
+  // Sharer `other` took none while this one waited: others skip it for a while.
+  virtual void pass_over(int other) = 0;
 };
 
 } // namespace portico::server

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,12 +22,12 @@ constexpr ev_tstamp kFirstBackoff = 0.05;
 constexpr ev_tstamp kMaxBackoff = 1.0;
 constexpr ev_tstamp kMemoryRecheck = 0.1;
 // How long a connection waits for a sharer holding fewer: time for a woken process to be
-// scheduled, short enough that one which never comes costs a client little.
-constexpr ev_tstamp kShareYield = 0.005;
-// After a yield no one answered (a sharer stopped, or stuck in a long request): how long this
-// one accepts without asking, so that a stuck sharer costs a yield a second, not one per
-// connection.
-constexpr ev_tstamp kShareOff = 1.0;
+// scheduled on a busy machine (several runnable processes a core), short enough that one which
+// never comes costs a client little (it is passed over afterwards).
+constexpr ev_tstamp kShareWait = 0.05;
+// How often the one that yielded looks again meanwhile: the sharer it waits for may be waiting
+// itself, or the counts may have changed so that this one holds the fewest now.
+constexpr ev_tstamp kShareRecheck = 0.005;
 
 bool out_of_resources(int err) {
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
@@ -43,13 +44,8 @@ void Acceptor::backoff_cb(struct ev_loop*, ev_timer* w, int) {
   if (!a->started_ || a->at_limit_)
     return;
   ev_io_start(a->ctx_.loop(), &a->io_);
-  if (yielded) {
-    // Another sharer took connections meanwhile: ask again. None did: stop asking for a while.
-    AcceptShare* share = a->ctx_.accept_share();
-    if (share && share->accepted_by_all() == a->accepted_seen_)
-      a->share_off_until_ = ev_now(a->ctx_.loop()) + kShareOff;
-    a->on_ready();
-  }
+  if (yielded)
+    a->on_ready(); // asks the share again
 }
 
 Acceptor::Acceptor(ServerContext& ctx, int listen_fd, SSL_CTX* tls, uint16_t listener)
@@ -133,7 +129,7 @@ void Acceptor::on_ready() {
       return;
     default: break;
     }
-    if (leave_to_another())
+    if (share_verdict() != ShareVerdict::TAKE)
       return;
     sockaddr_storage peer;
     socklen_t len = sizeof peer;
@@ -154,15 +150,35 @@ void Acceptor::on_ready() {
   }
 }
 
-bool Acceptor::leave_to_another() {
+Acceptor::ShareVerdict Acceptor::share_verdict() {
   AcceptShare* share = ctx_.accept_share();
-  if (!share || ev_now(ctx_.loop()) < share_off_until_ ||
-      !share->another_holds_fewer(ctx_.connection_count()))
-    return false;
-  accepted_seen_ = share->accepted_by_all();
-  pause_for(kShareYield);
-  yielded_ = true;
-  return true;
+  for (;;) {
+    int other = share ? share->fewer_than(ctx_.connection_count()) : -1;
+    // Yield only a connection that is there: waiting with none queued would hold up the next
+    // one, and count against the sharer waited for.
+    if (other < 0 || !connection_queued()) {
+      waited_for_ = -1;
+      return other < 0 ? ShareVerdict::TAKE : ShareVerdict::NONE_QUEUED;
+    }
+    ev_tstamp now = ev_now(ctx_.loop());
+    if (other != waited_for_ || share->accepted_by(other) != accepted_seen_) {
+      waited_for_ = other; // a new wait: for this one, from now
+      accepted_seen_ = share->accepted_by(other);
+      waiting_since_ = now;
+    } else if (now - waiting_since_ >= kShareWait) {
+      share->pass_over(other); // it took none in all that time: ask for the next
+      waited_for_ = -1;
+      continue;
+    }
+    pause_for(kShareRecheck);
+    yielded_ = true;
+    return ShareVerdict::LEFT;
+  }
+}
+
+bool Acceptor::connection_queued() const {
+  pollfd p{lfd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 void Acceptor::pause_for(ev_tstamp seconds) {

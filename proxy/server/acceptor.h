@@ -1,12 +1,11 @@
 #pragma once
 // Accepts connections on one listening socket for one worker. Several processes or threads
-// may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so a new
+// may share the socket: the socket sits in a private epoll set with EPOLLEXCLUSIVE, so that a new
 // connection wakes one worker rather than all of them. At a connection limit accepting pauses
 // (the kernel's backlog holds the rest) until a connection closes; when the process is out of
 // file descriptors it pauses with a growing backoff instead of spinning on a level-triggered
 // socket it cannot serve. With an AcceptShare (server/accept_share.h) it leaves a connection to
-// a sharer holding fewer; when none took it within a moment, it takes it and stops asking for
-// a while.
+// the sharer holding the fewest for a moment; one that took none meanwhile is passed over.
 #include <cstdint>
 #include <ev.h>
 #include <openssl/ssl.h>
@@ -37,9 +36,11 @@ private:
   static void io_cb(struct ev_loop* loop, ev_io* w, int revents);
   static void backoff_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_ready();
-  // Leaves the queued connections to a sharer holding fewer; false when this one should take
-  // the next itself.
-  bool leave_to_another();
+  // Whether this one takes the next connection, or left it to a sharer holding fewer (and
+  // waits a moment), or none is queued.
+  enum class ShareVerdict { TAKE, LEFT, NONE_QUEUED };
+  ShareVerdict share_verdict();
+  bool connection_queued() const;
   void back_off(int err);
   // Stops watching the socket; backoff_cb starts again after seconds.
   void pause_for(ev_tstamp seconds);
@@ -55,8 +56,9 @@ private:
   bool started_ = false;
   bool at_limit_ = false;
   bool yielded_ = false;       // backoff_ is the share's moment, not an error's backoff
-  uint64_t accepted_seen_ = 0; // the share's accepted_by_all() when this one yielded
-  ev_tstamp share_off_until_ = 0;
+  int waited_for_ = -1;        // the sharer this one leaves the queued connection to
+  uint64_t accepted_seen_ = 0; // its accepted_by() when the wait began
+  ev_tstamp waiting_since_ = 0;
 };
 
 } // namespace portico::server
