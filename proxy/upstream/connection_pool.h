@@ -34,6 +34,10 @@ public:
   virtual size_t idle() const = 0;
   // Requests in flight: for balancing (an h2c connection carries many).
   virtual size_t in_flight() const = 0;
+  // None has room now, but one will without opening another: an h2c connection whose
+  // server's SETTINGS are on their way (its stream limit is a guess until then). A request
+  // then waits for it; a connection opened instead would stay and take its share for good.
+  virtual bool room_coming() const { return false; }
 };
 
 } // namespace portico::upstream

@@ -36,6 +36,18 @@ Http2UpstreamConnection* Http2ConnectionPool::with_room() {
   return best;
 }
 
+bool Http2ConnectionPool::room_coming() const {
+  size_t open = 0;
+  bool guessing = false;
+  for (const Http2UpstreamConnection* c = conns_.front(); c; c = List::next(c)) {
+    bool usable = c->state() == Http2UpstreamConnection::State::CONNECTING ||
+                  c->state() == Http2UpstreamConnection::State::OPEN;
+    open += usable;
+    guessing |= usable && !c->stream_limit_known();
+  }
+  return guessing && open >= static_cast<size_t>(owner_.cluster().h2_connections);
+}
+
 bool Http2ConnectionPool::reuse(UpstreamStreamListener* listener, bool) {
   Http2UpstreamConnection* c = with_room();
   if (!c)

@@ -31,6 +31,8 @@ public:
   size_t connections() const override { return count_; }
   size_t idle() const override { return idle_; } // connections carrying no stream
   size_t in_flight() const override { return streams_; }
+  // While h2_connections are open, one of which has not had the server's SETTINGS yet.
+  bool room_coming() const override;
 
   UpstreamPool& owner() const { return owner_; }
 

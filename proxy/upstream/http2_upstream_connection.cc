@@ -308,8 +308,10 @@ int Http2UpstreamConnection::on_frame_recv(nghttp2_session* s, const nghttp2_fra
   Http2UpstreamConnection* c = self(user);
   switch (f->hd.type) {
   case NGHTTP2_SETTINGS:
-    if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
+    if (!(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+      c->limit_known_ = true;
       c->conns_.room_grew(); // the limit may have grown: waiting requests may fit
+    }
     return 0;
   case NGHTTP2_GOAWAY:
     // Streams above the last one it saw are closed by nghttp2 as refused (NOT_DELIVERED:

@@ -36,6 +36,8 @@ public:
   State state() const { return state_; }
   // Room for one more stream: not draining, under the server's concurrency limit.
   bool can_take() const;
+  // The server's SETTINGS have come: can_take's stream limit is the server's, not a guess.
+  bool stream_limit_known() const { return limit_known_; }
   // A stream for client, handed to it with on_upstream_ready.
   void open_stream(UpstreamStreamListener* client);
   size_t streams() const { return streams_.size(); }
@@ -84,6 +86,7 @@ private:
   uint32_t completed_ = 0; // streams that got a whole response
   double connect_started_ = 0;
   double connect_seconds_ = 0;
+  bool limit_known_ = false;
   bool notify_writable_ = false;
   bool has_failed_streams_ = false;
 };

@@ -80,6 +80,10 @@ void UpstreamPool::keep_tls_session(SSL_SESSION* s) {
 void UpstreamPool::acquire(UpstreamStreamListener* listener, bool fresh) {
   if (conns_->reuse(listener, fresh))
     return;
+  if (conns_->room_coming() && cluster_.queue_timeout > 0) {
+    enqueue(listener, false);
+    return;
+  }
   if (fresh && at_limit())
     conns_->close_one_idle(); // an idle connection is worth less than this retry
   if (has_address_ && !at_limit()) {
@@ -203,7 +207,7 @@ void UpstreamPool::serve_waiters() {
     UpstreamStreamListener* l = take_waiter();
     if (conns_->reuse(l, false))
       continue;
-    if (at_limit()) {
+    if (at_limit() || conns_->room_coming()) {
       enqueue(l, true); // still first in line
       return;
     }

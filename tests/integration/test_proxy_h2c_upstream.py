@@ -2,6 +2,7 @@
 special about sharing: a graceful restart of the upstream (GOAWAY) must lose nothing, a dead
 upstream fails only its own streams, and requests do not each open a connection."""
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -70,6 +71,41 @@ class H2cUpstream(unittest.TestCase):
         self.assertEqual(sample(text, "portico_upstream_connect_seconds_count", cluster="app"), 3)
         ep = json.loads(get(proxy.admin_port, "/status")[1])["clusters"][0]["endpoints"][0]
         self.assertEqual((ep["idle"], ep["busy"]), (3, 0))
+
+    def test_no_connection_beyond_h2_connections_while_settings_are_on_their_way(self):
+        # 400 streams at once, more than 2 connections take before the backend's SETTINGS
+        # (100 each until then); with them, 2 take 512. The requests wait for the SETTINGS
+        # rather than open connections the load does not need: a connection beyond
+        # h2_connections stays open and takes its share for good, and on a preforked backend
+        # 3 connections cannot spread over 2 workers. The backend's workers are stopped while
+        # the burst arrives, so that no SETTINGS can come first.
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      cluster_options={**H2C, "h2_connections": 2, "queue_timeout": 30})
+        self.addCleanup(proxy.stop)
+        workers = self.backend.worker_pids()
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        resumed = False
+        try:
+            result = {}
+            load = threading.Thread(target=lambda: result.update(
+                h2load(proxy.port, "-c", "4", "-m", "100", n=400)))
+            load.start()
+
+            harness.wait_until(
+                lambda: json.loads(get(proxy.admin_port, "/status")[1])["requests"] == 400,
+                timeout=30, what="400 requests at the proxy")
+            for pid in workers:
+                os.kill(pid, signal.SIGCONT)
+            resumed = True
+            load.join(timeout=60)
+        finally:
+            if not resumed:
+                for pid in workers:
+                    os.kill(pid, signal.SIGCONT)
+        self.assertEqual(result.get("succeeded"), 400, result.get("text"))
+        text = get(proxy.admin_port, "/metrics")[1]
+        self.assertEqual(sample(text, "portico_upstream_connect_seconds_count", cluster="app"), 2)
 
     def test_a_clients_burst_goes_up_on_one_connection(self):
         # Two connections open (a held stream makes the pool open the second), then ten
