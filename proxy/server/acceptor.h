@@ -59,6 +59,9 @@ private:
   int waited_for_ = -1;        // the sharer this one leaves the queued connection to
   uint64_t accepted_seen_ = 0; // its accepted_by() when the wait began
   ev_tstamp waiting_since_ = 0;
+  ev_tstamp window_start_ = 0; // accepts counted since, to tell churn from a burst
+  int window_accepts_ = 0;
+  ev_tstamp churn_until_ = 0; // taking without asking until then
 };
 
 } // namespace portico::server
