@@ -41,7 +41,8 @@ private:
     std::atomic<uint64_t> accepted{0}; // never reset: whether it took one while others waited
     std::atomic<int64_t> passed_over_until{0}; // steady clock, ns: it kept a connection waiting
   };
-  struct Header {
+  // A line of its own: the places after it start on a line boundary, as alignas asks.
+  struct alignas(64) Header {
     std::atomic<uint32_t> used{0}; // places [0, used) may be in use: what a scan reads
   };
 
