@@ -35,7 +35,9 @@ ClientConnection::ClientConnection(ServerContext& ctx, int fd, SSL_CTX* tls,
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // fails harmlessly on unix
   peer_ss_ = ss;
   set_peer_text(ss);
-  awaiting_proxy_header_ = ctx.limits().proxy_protocol(listener);
+  stage_ = ctx.limits().proxy_protocol(listener) ? Stage::PROXY_HEADER
+           : tls_                                ? Stage::TLS_HANDSHAKE
+                                                 : Stage::PROTOCOL;
   timer_.repeat = check_interval();
   ev_timer_again(loop(), &timer_);
   last_activity_ = ev_now(loop());
@@ -100,7 +102,7 @@ bool ClientConnection::read_proxy_header() {
     proxy_header_.append(buf + have, take);
     return false;
   }
-  awaiting_proxy_header_ = false;
+  set_stage(tls_ ? Stage::TLS_HANDSHAKE : Stage::PROTOCOL);
   proxy_header_ = std::string();
   first_byte_ = 0; // what follows is timed as it would be without the header
   if (!p.header.local) {
@@ -208,6 +210,25 @@ void ClientConnection::set_close_state(CloseState next) {
   close_state_ = next;
 }
 
+const char* to_string(ClientConnection::Stage s) {
+  using S = ClientConnection::Stage;
+  switch (s) {
+  case S::PROXY_HEADER: return "proxy_header";
+  case S::TLS_HANDSHAKE: return "tls_handshake";
+  case S::PROTOCOL: return "protocol";
+  case S::SESSION: return "session";
+  }
+  return "?";
+}
+
+void ClientConnection::set_stage(Stage next) {
+  [[maybe_unused]] bool legal = next == Stage::SESSION
+                                    ? stage_ == Stage::TLS_HANDSHAKE || stage_ == Stage::PROTOCOL
+                                    : stage_ == Stage::PROXY_HEADER && next != Stage::PROXY_HEADER;
+  assert(legal && "ClientConnection stage transition");
+  stage_ = next;
+}
+
 void ClientConnection::close_after_flush(bool linger) {
   if (close_state_ != CloseState::OPEN)
     return;
@@ -238,7 +259,7 @@ void ClientConnection::close_soon() {
 void ClientConnection::drain() {
   if (close_state_ != CloseState::OPEN)
     return;
-  if (!session_) {
+  if (stage_ != Stage::SESSION) {
     // Accepted, and its first request not read yet: it is served when it comes, as the
     // session's last (the session made then is told).
     drain_requested_ = true;
@@ -298,6 +319,7 @@ bool ClientConnection::handshake() {
     session_ = std::make_unique<Http2ServerSession>(*this, nullptr);
   else
     session_ = std::make_unique<Http1ServerSession>(*this);
+  set_stage(Stage::SESSION);
   count_session(tls_->alpn() == "h2" ? 1 : 0);
   if (ctx_.draining() || drain_requested_)
     session_->drain();
@@ -310,9 +332,9 @@ void ClientConnection::on_readable() {
     linger_read();
     return;
   }
-  if (awaiting_proxy_header_ && !read_proxy_header())
+  if (stage_ == Stage::PROXY_HEADER && !read_proxy_header())
     return;
-  if (tls_ && !tls_->established()) {
+  if (stage_ == Stage::TLS_HANDSHAKE) {
     // The handshake is the request head's first part: header_timeout runs from its first byte.
     if (first_byte_ == 0)
       first_byte_ = ev_now(loop());
@@ -394,6 +416,7 @@ bool ClientConnection::detect_protocol() {
     session_ = std::make_unique<Http1ServerSession>(*this);
     count_session(0);
   }
+  set_stage(Stage::SESSION);
   if (ctx_.draining() || drain_requested_)
     session_->drain();
   return true;
@@ -403,7 +426,8 @@ void ClientConnection::process_input() {
   input_pending_ = false;
   if (close_state_ != CloseState::OPEN)
     return;
-  if (!in_ || (!session_ && (tls_ || in_->readable() == 0 || !detect_protocol())))
+  if (!in_ || (stage_ != Stage::SESSION &&
+               (stage_ != Stage::PROTOCOL || in_->readable() == 0 || !detect_protocol())))
     return;
   while (in_->readable() > 0 && close_state_ == CloseState::OPEN) {
     size_t used = session_->on_input(in_->data + in_->begin, in_->readable());
@@ -429,7 +453,7 @@ void ClientConnection::process_input() {
 }
 
 void ClientConnection::on_writable() {
-  if (tls_ && !tls_->established()) {
+  if (stage_ == Stage::TLS_HANDSHAKE) {
     if (handshake())
       on_readable(); // application data may have come with the last handshake flight
     return;

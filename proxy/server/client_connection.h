@@ -85,6 +85,16 @@ private:
     CLOSED,             // socket closed; the context destroys the object
   };
   friend const char* to_string(CloseState s);
+  // How far the connection's opening has come; TLS and the PROXY header are per listener.
+  enum class Stage : uint8_t {
+    PROXY_HEADER,  // reading the PROXY protocol header, never a byte past it
+    TLS_HANDSHAKE, // the handshake; ALPN picks the session
+    PROTOCOL,      // cleartext: the first bytes tell HTTP/1 from the HTTP/2 preface
+    SESSION,       // a session serves it (session_ is set)
+  };
+  friend const char* to_string(Stage s);
+  // Forward only: PROXY_HEADER -> TLS_HANDSHAKE | PROTOCOL -> SESSION.
+  void set_stage(Stage next);
   // OPEN -> AFTER_FLUSH[_LINGER] -> LINGERING (from _LINGER only) -> CLOSED; any -> CLOSED.
   void set_close_state(CloseState next);
   bool closing_after_flush() const {
@@ -136,16 +146,16 @@ private:
   std::unique_ptr<ServerSession> next_session_;
   std::unique_ptr<tls::TlsSession> tls_;
   CloseState close_state_ = CloseState::OPEN;
+  Stage stage_ = Stage::PROTOCOL;
   sockaddr_storage peer_ss_{};
   // From the PROXY header (proxied_ true), or read with getsockname() when first asked.
   mutable sockaddr_storage local_ss_{};
   mutable bool local_known_ = false;
   std::string proxy_header_; // the part of it read so far
-  // Conditions beside CloseState, each on its own: the PROXY header is still to come (before
-  // TLS or HTTP); drain() came before the session did; the session holds reading back; input
-  // waits to be parsed in run_deferred; the client's EOF came; close_now() is due in
-  // run_deferred (asked from a callback the connection must outlive).
-  bool awaiting_proxy_header_ = false;
+  // Conditions beside CloseState and Stage, each on its own (any may hold in any stage):
+  // drain() came before the session did; the session holds reading back; input waits to be
+  // parsed in run_deferred; the client's EOF came; close_now() is due in run_deferred (asked
+  // from a callback the connection must outlive).
   bool drain_requested_ = false;
   bool reading_paused_ = false;
   bool input_pending_ = false;
