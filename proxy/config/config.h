@@ -6,7 +6,10 @@
 #include "core/error_log.h"
 #include "core/listen_address.h"
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace portico::config {
@@ -163,6 +166,15 @@ struct RouteConfig {
   double timeout = 0;
   int retry_on_reset = -1;
   int retry_non_idempotent = -1;
+  // The values of keys that filters claim (config/route_settings.h), as their readers made
+  // them: the filter that claimed `key` knows T.
+  std::vector<std::pair<std::string, std::shared_ptr<const void>>> settings;
+  template <typename T> const T* settings_for(std::string_view key) const {
+    for (const auto& [k, v] : settings)
+      if (k == key)
+        return static_cast<const T*>(v.get());
+    return nullptr;
+  }
 };
 
 struct ServerConfig {

@@ -10,7 +10,8 @@
 namespace portico::config {
 
 std::optional<Config> parse_config(std::string_view text, const std::string& path,
-                                   std::vector<std::string>* errors) {
+                                   std::vector<std::string>* errors,
+                                   RouteSettingsReaders settings) {
   toml::table root;
   try {
     root = toml::parse(text, path);
@@ -68,7 +69,7 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
     read_cluster(r, *t, c);
   // Routes refer to clusters by name: read after every cluster is known.
   for (const toml::table* t : r.get_tables(root, "route"))
-    read_route(r, *t, c);
+    read_route(r, *t, c, settings);
   if (c.routes.empty())
     r.error(root.source(), "at least one [[route]] is required");
   if (r.failed())
@@ -77,7 +78,8 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   return c;
 }
 
-std::optional<Config> load_config(const std::string& path, std::vector<std::string>* errors) {
+std::optional<Config> load_config(const std::string& path, std::vector<std::string>* errors,
+                                  RouteSettingsReaders settings) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     errors->push_back(path + ":1:1: cannot open the file");
@@ -85,7 +87,7 @@ std::optional<Config> load_config(const std::string& path, std::vector<std::stri
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_config(ss.str(), path, errors);
+  return parse_config(ss.str(), path, errors, settings);
 }
 
 } // namespace portico::config

@@ -44,15 +44,38 @@ std::vector<std::string> read_field_names(Reader& r, const toml::table& t, std::
 
 } // namespace
 
-void read_route(Reader& r, const toml::table& t, Config& c) {
+void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings) {
   const std::string w = "[[route]]";
-  r.only_keys(t,
-              {"host", "path_prefix", "path_exact", "path_regex", "scheme", "cluster", "websocket",
-               "upgrade_timeout", "prefix_rewrite", "request_headers_add", "request_headers_remove",
-               "response_headers_add", "response_headers_remove", "redirect", "direct_response",
-               "timeout", "retry"},
-              w);
+  constexpr std::string_view kBuiltIn[] = {"host",
+                                           "path_prefix",
+                                           "path_exact",
+                                           "path_regex",
+                                           "scheme",
+                                           "cluster",
+                                           "websocket",
+                                           "upgrade_timeout",
+                                           "prefix_rewrite",
+                                           "request_headers_add",
+                                           "request_headers_remove",
+                                           "response_headers_add",
+                                           "response_headers_remove",
+                                           "redirect",
+                                           "direct_response",
+                                           "timeout",
+                                           "retry"};
   RouteConfig rt;
+  for (auto&& [k, v] : t) {
+    if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), k.str()) != std::end(kBuiltIn))
+      continue;
+    auto claim = std::find_if(settings.begin(), settings.end(),
+                              [&](const RouteSettingsReader& s) { return s.key == k.str(); });
+    if (claim == settings.end()) {
+      r.error(k.source(), "unknown key '" + std::string(k.str()) + "' in " + w);
+      continue;
+    }
+    if (auto value = claim->read(r, v, w + " " + std::string(k.str())))
+      rt.settings.emplace_back(std::string(k.str()), std::move(value));
+  }
   r.get_string(t, "host", rt.host, w);
   r.get_bool(t, "websocket", rt.websocket, w);
   r.get_number(t, "upgrade_timeout", rt.upgrade_timeout, w, 0.001, 86400 * 7);

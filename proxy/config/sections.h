@@ -2,6 +2,7 @@
 // The config loader's readers, one per section of the file (each in its NAME_section.cc), in
 // the order config_loader.cc calls them.
 #include "config/reader.h"
+#include "config/route_settings.h"
 
 namespace portico::config {
 
@@ -13,6 +14,7 @@ void check_key_mode(Reader& r, const toml::node* at, const std::string& file);
 void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m);
 void read_cluster(Reader& r, const toml::table& t, Config& c);
 // After every cluster: routes name theirs.
-void read_route(Reader& r, const toml::table& t, Config& c);
+// settings: the keys filters claim (config/route_settings.h).
+void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings);
 
 } // namespace portico::config

@@ -3,6 +3,7 @@
 #include "config/config_loader.h"
 #include "core/allocator_tuning.h"
 #include "core/error_log.h"
+#include "filters/registry.h"
 #include "portico/binary_upgrade.h"
 #include "portico/command_line.h"
 #include "portico/config_generation.h"
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   std::vector<std::string> errors;
-  auto cfg = config::load_config(config_path, &errors);
+  auto cfg = config::load_config(config_path, &errors, filters::route_settings());
   if (!cfg) {
     for (const auto& e : errors)
       std::fprintf(stderr, "%s\n", e.c_str());

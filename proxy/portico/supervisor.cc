@@ -4,6 +4,7 @@
 #include "config/config_loader.h"
 #include "core/error_log.h"
 #include "core/sd_notify.h"
+#include "filters/registry.h"
 #include "portico/log_file.h"
 #include "portico/pid_file.h"
 
@@ -206,7 +207,7 @@ void Supervisor::reload() {
 core::expected<void, std::string> Supervisor::start_generation() {
   const config::Config& old = current().config();
   std::vector<std::string> errors;
-  auto next = config::load_config(old.path, &errors);
+  auto next = config::load_config(old.path, &errors, filters::route_settings());
   for (const auto& e : errors)
     log::write(log::Level::ERROR, log::Kind::GENERAL, "reload: %s", e.c_str());
   if (!next)

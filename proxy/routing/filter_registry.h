@@ -8,6 +8,10 @@
 #include <span>
 #include <string_view>
 
+namespace portico::config {
+struct RouteSettingsReader; // config/route_settings.h
+}
+
 namespace portico::routing {
 
 struct FilterKind {
@@ -15,6 +19,9 @@ struct FilterKind {
   // A factory for this route (null: the route does not use the filter), or for requests no
   // route matched (route null).
   std::unique_ptr<FilterFactory> (*make)(const config::RouteConfig* route);
+  // The [[route]] key the filter claims for its own settings, with its reader; null for a
+  // filter that reads built-in keys only.
+  const config::RouteSettingsReader* settings = nullptr;
 };
 
 using FilterRegistry = std::span<const FilterKind>;
