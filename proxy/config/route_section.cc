@@ -65,16 +65,17 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
                                            "retry"};
   RouteConfig rt;
   for (auto&& [k, v] : t) {
-    if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), k.str()) != std::end(kBuiltIn))
+    std::string_view key = k.str(); // a lambda may not capture a structured binding (clang 14)
+    if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), key) != std::end(kBuiltIn))
       continue;
     auto claim = std::find_if(settings.begin(), settings.end(),
-                              [&](const RouteSettingsReader& s) { return s.key == k.str(); });
+                              [&](const RouteSettingsReader& s) { return s.key == key; });
     if (claim == settings.end()) {
-      r.error(k.source(), "unknown key '" + std::string(k.str()) + "' in " + w);
+      r.error(k.source(), "unknown key '" + std::string(key) + "' in " + w);
       continue;
     }
-    if (auto value = claim->read(r, v, w + " " + std::string(k.str())))
-      rt.settings.emplace_back(std::string(k.str()), std::move(value));
+    if (auto value = claim->read(r, v, w + " " + std::string(key)))
+      rt.settings.emplace_back(std::string(key), std::move(value));
   }
   r.get_string(t, "host", rt.host, w);
   r.get_bool(t, "websocket", rt.websocket, w);
