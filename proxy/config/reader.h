@@ -36,11 +36,18 @@ public:
   // Flags every key of t that is not in known: a typo must not be silently ignored.
   void only_keys(const toml::table& t, std::initializer_list<std::string_view> known,
                  const std::string& where) {
+    only_keys(t, known, where, [](std::string_view, const toml::node&) { return false; });
+  }
+  // The same, but a key not in known is first offered to claim(key, value) (a filter's own
+  // route key, config/route_settings.h), and is unknown only when claim returns false.
+  template <typename Claim>
+  void only_keys(const toml::table& t, std::initializer_list<std::string_view> known,
+                 const std::string& where, Claim&& claim) {
     for (auto&& [k, v] : t) {
       bool ok = false;
       for (auto n : known)
         ok |= k.str() == n;
-      if (!ok)
+      if (!ok && !claim(k.str(), v))
         error(k.source(), "unknown key '" + std::string(k.str()) + "' in " + where);
     }
   }

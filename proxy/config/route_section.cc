@@ -46,37 +46,23 @@ std::vector<std::string> read_field_names(Reader& r, const toml::table& t, std::
 
 void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings) {
   const std::string w = "[[route]]";
-  constexpr std::string_view kBuiltIn[] = {"host",
-                                           "path_prefix",
-                                           "path_exact",
-                                           "path_regex",
-                                           "scheme",
-                                           "cluster",
-                                           "websocket",
-                                           "upgrade_timeout",
-                                           "prefix_rewrite",
-                                           "request_headers_add",
-                                           "request_headers_remove",
-                                           "response_headers_add",
-                                           "response_headers_remove",
-                                           "redirect",
-                                           "direct_response",
-                                           "timeout",
-                                           "retry"};
   RouteConfig rt;
-  for (auto&& [k, v] : t) {
-    std::string_view key = k.str(); // a lambda may not capture a structured binding (clang 14)
-    if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), key) != std::end(kBuiltIn))
-      continue;
-    auto claim = std::find_if(settings.begin(), settings.end(),
-                              [&](const RouteSettingsReader& s) { return s.key == key; });
-    if (claim == settings.end()) {
-      r.error(k.source(), "unknown key '" + std::string(key) + "' in " + w);
-      continue;
-    }
-    if (auto value = claim->read(r, v, w + " " + std::string(key)))
+  // A key not built in is a filter's own, read by the filter that claims it.
+  auto claim = [&](std::string_view key, const toml::node& v) {
+    auto s = std::find_if(settings.begin(), settings.end(),
+                          [&](const RouteSettingsReader& one) { return one.key == key; });
+    if (s == settings.end())
+      return false;
+    if (auto value = s->read(r, v, w + " " + std::string(key)))
       rt.settings.emplace_back(std::string(key), std::move(value));
-  }
+    return true;
+  };
+  r.only_keys(t,
+              {"host", "path_prefix", "path_exact", "path_regex", "scheme", "cluster", "websocket",
+               "upgrade_timeout", "prefix_rewrite", "request_headers_add", "request_headers_remove",
+               "response_headers_add", "response_headers_remove", "redirect", "direct_response",
+               "timeout", "retry"},
+              w, claim);
   r.get_string(t, "host", rt.host, w);
   r.get_bool(t, "websocket", rt.websocket, w);
   r.get_number(t, "upgrade_timeout", rt.upgrade_timeout, w, 0.001, 86400 * 7);
