@@ -28,7 +28,7 @@ public:
     mine_.accepted.store(mine_.accepted.load(kRelaxed) + 1, kRelaxed); // one writer
   }
   void closed(size_t held) override { mine_.held.store(static_cast<uint32_t>(held), kRelaxed); }
-  void set_accepting(bool accepting) override { mine_.accepting.store(accepting, kRelaxed); }
+  void stop_accepting() override { mine_.accepting.store(false, kRelaxed); }
 
   int fewer_than(size_t mine) const override {
     int best = -1;

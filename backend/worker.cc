@@ -69,7 +69,7 @@ public:
     for (auto& a : acceptors_)
       a->stop();
     if (share_)
-      share_->set_accepting(false); // the others must not leave connections to this one
+      share_->stop_accepting(); // the others must not leave connections to this one
     // The signal watchers stay: stopping the last one for a signal restores its default
     // action, and a second TERM (a HUP soon after a HUP, a stop during a restart) would then
     // kill this worker with its exchanges in flight. A repeated signal is a no-op here.

@@ -18,8 +18,9 @@ public:
   // This process accepted a connection, or one closed; it now holds `held`.
   virtual void accepted(size_t held) = 0;
   virtual void closed(size_t held) = 0;
-  // This process accepts (true) or has stopped accepting for good (false: draining).
-  virtual void set_accepting(bool accepting) = 0;
+  // This process has stopped accepting for good (draining): no one waits for it. A sharer
+  // counts as accepting from the start (its master says so before it runs).
+  virtual void stop_accepting() = 0;
   // The accepting sharer, not passed over, that holds the fewest connections if fewer than
   // mine; -1 when there is none (this process takes the connection).
   virtual int fewer_than(size_t mine) const = 0;

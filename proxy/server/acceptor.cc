@@ -137,7 +137,7 @@ void Acceptor::on_ready() {
       return;
     default: break;
     }
-    if (share_verdict() != ShareVerdict::TAKE)
+    if (!may_take())
       return;
     sockaddr_storage peer;
     socklen_t len = sizeof peer;
@@ -159,10 +159,10 @@ void Acceptor::on_ready() {
   }
 }
 
-Acceptor::ShareVerdict Acceptor::share_verdict() {
+bool Acceptor::may_take() {
   AcceptShare* share = ctx_.accept_share();
   if (!share)
-    return ShareVerdict::TAKE;
+    return true;
   ev_tstamp now = ev_now(ctx_.loop());
   if (now - window_start_ >= kShareWindow) {
     window_start_ = now;
@@ -171,14 +171,14 @@ Acceptor::ShareVerdict Acceptor::share_verdict() {
   if (window_accepts_ >= kShareChurn)
     churn_until_ = now + kShareChurnHold;
   if (now < churn_until_)
-    return ShareVerdict::TAKE;
+    return true;
   for (;;) {
     int other = share->fewer_than(ctx_.connection_count());
     // Yield only a connection that is there: waiting with none queued would hold up the next
     // one, and count against the sharer waited for.
     if (other < 0 || !connection_queued()) {
       waited_for_ = -1;
-      return other < 0 ? ShareVerdict::TAKE : ShareVerdict::NONE_QUEUED;
+      return other < 0;
     }
     if (other != waited_for_ || share->accepted_by(other) != accepted_seen_) {
       waited_for_ = other; // a new wait: for this one, from now
@@ -191,7 +191,7 @@ Acceptor::ShareVerdict Acceptor::share_verdict() {
     }
     pause_for(kShareRecheck);
     yielded_ = true;
-    return ShareVerdict::LEFT;
+    return false;
   }
 }
 

@@ -36,10 +36,9 @@ private:
   static void io_cb(struct ev_loop* loop, ev_io* w, int revents);
   static void backoff_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_ready();
-  // Whether this one takes the next connection, or left it to a sharer holding fewer (and
-  // waits a moment), or none is queued.
-  enum class ShareVerdict { TAKE, LEFT, NONE_QUEUED };
-  ShareVerdict share_verdict();
+  // Whether this one takes the next connection. False: it left the queued one to a sharer
+  // holding fewer (and looks again in a moment), or none is queued.
+  bool may_take();
   bool connection_queued() const;
   void back_off(int err);
   // Stops watching the socket; backoff_cb starts again after seconds.

@@ -31,7 +31,7 @@ TEST(AcceptBalance, TheFewestAmongThoseThatAccept) {
   EXPECT_EQ(a->fewer_than(1), -1); // equal is not fewer
   a->closed(0);
   EXPECT_EQ(b->fewer_than(1), 0);
-  a->set_accepting(false); // draining: never waited for
+  a->stop_accepting(); // draining: never waited for
   EXPECT_EQ(b->fewer_than(1), -1);
 }
 
