@@ -8,7 +8,8 @@
 #   -n RUNS       runs per test (default 20)
 #   -b BUILD_DIR  a configured, built tree (default build-asan; tests/run-all.sh makes it)
 #   -R REGEX      only the integration tests whose ctest name matches (default: all)
-#   -o OUT_DIR    where the report and failed runs' logs go (default a new /tmp/portico-flakes-*)
+#   -o OUT_DIR    where report.txt, progress.txt and failed runs' logs go (default a new
+#                 /tmp/portico-flakes-*)
 # Exits 1 when any run failed, 0 when none did.
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ while getopts n:b:R:o: opt; do
   b) BUILD=$OPTARG ;;
   R) REGEX=$OPTARG ;;
   o) OUT=$OPTARG ;;
-  *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
   esac
 done
 [ -f "$BUILD/CTestTestfile.cmake" ] || { echo "no test tree in $BUILD: build it first" >&2; exit 2; }
@@ -43,20 +44,27 @@ TESTS=$(ctest --test-dir "$BUILD" -N -L integration -LE bench | sed -n 's/^ *Tes
         grep -E -- "$REGEX" || true)
 [ -n "$TESTS" ] || { echo "no integration test matches '$REGEX'" >&2; exit 2; }
 REPORT="$OUT/report.txt"
+PROGRESS="$OUT/progress.txt"
 : >"$REPORT"
-TOTAL_FAILED=0
-for t in $TESTS; do
-  failed=0
-  i=1
-  while [ "$i" -le "$RUNS" ]; do
+: >"$PROGRESS"
+# Pass after pass over every test, not test after test: a run cut short still says something
+# about each test, and progress.txt shows how far it got.
+i=1
+while [ "$i" -le "$RUNS" ]; do
+  for t in $TESTS; do
     log="$OUT/$t.run$i.log"
     if ctest --test-dir "$BUILD" -R "^$t\$" --output-on-failure --timeout 900 >"$log" 2>&1; then
       rm -f "$log"
     else
-      failed=$((failed + 1))
+      echo "$(date -u +%H:%M:%S) pass $i: $t FAILED ($log)" >>"$PROGRESS"
     fi
-    i=$((i + 1))
   done
+  echo "$(date -u +%H:%M:%S) pass $i of $RUNS done" >>"$PROGRESS"
+  i=$((i + 1))
+done
+TOTAL_FAILED=0
+for t in $TESTS; do
+  failed=$(find "$OUT" -name "$t.run*.log" | wc -l)
   TOTAL_FAILED=$((TOTAL_FAILED + failed))
   printf '%-50s %2d of %d runs failed\n' "$t" "$failed" "$RUNS" | tee -a "$REPORT"
 done
