@@ -31,7 +31,7 @@ open_listen_sockets(const std::vector<std::string>& addresses) {
       return core::unexpected(a.error());
     }
     // One shared socket per address for all workers (EPOLLEXCLUSIVE spreads the accepts).
-    auto fd = core::open_listener(*a, 4096, false);
+    auto fd = core::open_listener(*a, 4096, core::PortSharing::NONE);
     if (!fd) {
       close_bound(out);
       return core::unexpected(fd.error());

@@ -11,7 +11,7 @@ MasterAdmin::open(struct ev_loop* loop, const std::string& address, Handler hand
   auto a = core::parse_listen_address(address);
   if (!a)
     return core::unexpected(a.error());
-  auto fd = core::open_listener(*a, 64, false);
+  auto fd = core::open_listener(*a, 64, core::PortSharing::NONE);
   if (!fd)
     return core::unexpected(fd.error());
   std::unique_ptr<MasterAdmin> m(new MasterAdmin(

@@ -76,7 +76,28 @@ core::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) 
   return fd;
 }
 
-core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, bool reuse_port) {
+// Whether anyone listens on the address: a bind without SO_REUSEPORT fails if so, whether the
+// listener has it or not, and SO_REUSEADDR passes over connections in TIME_WAIT. Between this
+// bind and the group's first, a process could still take the address; that window is one
+// system call wide.
+core::expected<void, std::string> check_unused(const ListenAddress& a, const addrinfo* ai) {
+  int fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return core::unexpected(errno_text("socket"));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ai->ai_family == AF_INET6)
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  bool free = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+  std::string why = free ? std::string() : errno_text("bind " + a.text);
+  ::close(fd);
+  if (!free)
+    return core::unexpected(std::move(why));
+  return {};
+}
+
+core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog,
+                                          PortSharing sharing) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -87,6 +108,11 @@ core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, b
   if (rc != 0) {
     return core::unexpected(a.text + ": " + gai_strerror(rc));
   }
+  if (sharing == PortSharing::NEW_GROUP && a.port != 0)
+    if (auto unused = check_unused(a, res); !unused) {
+      ::freeaddrinfo(res);
+      return core::unexpected(unused.error());
+    }
   int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     ::freeaddrinfo(res);
@@ -94,7 +120,7 @@ core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog, b
   }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (reuse_port)
+  if (sharing != PortSharing::NONE)
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (res->ai_family == AF_INET6)
     ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
@@ -177,9 +203,9 @@ bool same_socket(const ListenAddress& a, const ListenAddress& b) {
 }
 
 core::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
-                                               bool reuse_port) {
+                                               PortSharing sharing) {
   return a.kind == ListenAddress::Kind::UNIX ? open_unix(a, backlog)
-                                             : open_tcp(a, backlog, reuse_port);
+                                             : open_tcp(a, backlog, sharing);
 }
 
 } // namespace portico::core

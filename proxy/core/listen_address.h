@@ -24,9 +24,19 @@ core::expected<ListenAddress, std::string> parse_listen_address(std::string_view
 // bind, and split the connections between them.)
 bool same_socket(const ListenAddress& a, const ListenAddress& b);
 
+// How a TCP listening socket shares its port. SO_REUSEPORT lets every socket of the same user
+// join a group and take a share of the connections, another process's as gladly as one's own:
+// the first socket of a group therefore makes sure that nobody listens on the address yet.
+enum class PortSharing {
+  NONE,       // the port is this socket's alone
+  NEW_GROUP,  // the first of a SO_REUSEPORT group: any listener on the address is an error
+  JOIN_GROUP, // one more socket of a group this process began (or an upgrade handed over)
+};
+
 // Binds and listens: the fd (non-blocking, close-on-exec), or what failed.
 // A stale unix socket file left by a dead server is replaced; a live one is an error.
+// sharing applies to TCP only.
 core::expected<int, std::string> open_listener(const ListenAddress& a, int backlog,
-                                               bool reuse_port);
+                                               PortSharing sharing);
 
 } // namespace portico::core

@@ -37,6 +37,22 @@ void ListenerSockets::close_entry(const Entry& e) const {
     ::unlink(e.unix_path.c_str());
 }
 
+bool ListenerSockets::holds_tcp_covering(const core::ListenAddress& a) const {
+  // A reload from 0.0.0.0:80 to 127.0.0.1:80 binds the new address while the old socket, ours,
+  // still listens: the group's first socket may then share the port with our own.
+  for (const auto& [key, e] : by_key_) {
+    if (key.rfind("tcp:", 0) != 0)
+      continue;
+    size_t colon = key.rfind(':');
+    core::ListenAddress held;
+    held.host = key.substr(4, colon - 4);
+    held.port = std::atoi(key.c_str() + colon + 1);
+    if (core::same_socket(held, a))
+      return true;
+  }
+  return false;
+}
+
 std::string ListenerSockets::admin_key(const config::Config& cfg) {
   return "admin " + config::socket_key(cfg.admin.address);
 }
@@ -92,7 +108,11 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
     if (auto it = opened.find(key); it != opened.end())
       have += it->second.fds.size();
     for (size_t i = have; i < static_cast<size_t>(count); ++i) {
-      auto fd = core::open_listener(a, backlog, reuse_port);
+      using core::PortSharing;
+      PortSharing sharing = !reuse_port                        ? PortSharing::NONE
+                            : i == 0 && !holds_tcp_covering(a) ? PortSharing::NEW_GROUP
+                                                               : PortSharing::JOIN_GROUP;
+      auto fd = core::open_listener(a, backlog, sharing);
       if (!fd)
         return core::unexpected(fd.error());
       Entry& e = opened[key];

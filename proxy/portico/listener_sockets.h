@@ -5,7 +5,9 @@
 //
 // A TCP listener has a socket per worker (SO_REUSEPORT: the kernel spreads connections over
 // them); socket i goes to worker i % workers, so a socket once open is never closed while its
-// listener stays. A unix socket is one, shared by the workers through EPOLLEXCLUSIVE.
+// listener stays. The first of them is opened only on an address nobody listens on: another
+// process (a second portico) would otherwise join the group and take a share of the
+// connections. A unix socket is one, shared by the workers through EPOLLEXCLUSIVE.
 #include "config/config.h"
 #include "core/expected.h"
 
@@ -50,6 +52,8 @@ private:
     bool inherited = false;
   };
   static std::string admin_key(const config::Config& cfg);
+  // Whether a listener's TCP socket held takes a's port as well.
+  bool holds_tcp_covering(const core::ListenAddress& a) const;
   void close_entry(const Entry& e) const;
 
   std::map<std::string, Entry> by_key_; // config::socket_key, or "admin " + it

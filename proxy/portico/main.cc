@@ -145,30 +145,23 @@ int main(int argc, char** argv) {
   }
 
   std::signal(SIGPIPE, SIG_IGN);
-  // The pid file first, so that `portico -s` works as soon as a port answers; a process an
-  // upgrade started writes it only once its sockets are its own (the old one still runs).
-  const std::string pid_file = shared->server.pid_file;
-  bool upgrade_child = proxy::started_by_upgrade();
-  auto write_pid = [&] {
-    auto written = proxy::write_pid_file(pid_file);
-    if (!written)
-      std::fprintf(stderr, "portico: %s\n", written.error().c_str());
-    return bool(written);
-  };
-  if (!pid_file.empty() && !upgrade_child && !write_pid())
-    return 1;
   auto sockets = std::make_unique<proxy::ListenerSockets>();
   auto bound = sockets->inherit_from_environment();
   if (bound)
     bound = sockets->open_for(*shared, workers);
   if (!bound) {
     std::fprintf(stderr, "portico: %s\n", bound.error().c_str());
-    if (!pid_file.empty() && !upgrade_child)
-      proxy::remove_pid_file_if_ours(pid_file);
     return 1;
   }
-  if (!pid_file.empty() && upgrade_child && !write_pid())
-    return 1;
+  // The pid file once the sockets are ours, as nginx writes it: a start that fails (a second
+  // instance of the same configuration) must not take the running one's file, or `portico -s`
+  // and logrotate lose it. No request is answered before the workers start, below.
+  const std::string pid_file = shared->server.pid_file;
+  if (!pid_file.empty())
+    if (auto written = proxy::write_pid_file(pid_file); !written) {
+      std::fprintf(stderr, "portico: %s\n", written.error().c_str());
+      return 1;
+    }
 
   int code;
   {

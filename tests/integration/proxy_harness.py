@@ -48,6 +48,33 @@ class Proxy:
         route (what no route matches is the proxy's 404); tls_listener_options: more keys of the
         TLS listener, as listener_options are the cleartext one's."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
+        options = dict(tls=tls, workers=workers, cluster_options=cluster_options,
+                       server_options=server_options, extra_config=extra_config,
+                       listener_options=listener_options, tls_options=tls_options,
+                       certificate=certificate, routes_first=routes_first, catch_all=catch_all,
+                       tls_listener_options=tls_listener_options)
+        # A port picked free can be taken before portico binds it (another test's pick, a
+        # client's ephemeral port): portico then refuses to start, and new ports are picked.
+        for attempt in range(3):
+            try:
+                self._start(endpoints, command_prefix, env, ignore_reports, binary, **options)
+                return
+            except AssertionError as e:
+                if "Address already in use" not in str(e) or attempt == 2:
+                    if hasattr(self, "process"):
+                        self.stop()
+                    raise
+                self.process.stop()
+            except BaseException:
+                if hasattr(self, "process"):
+                    self.stop()
+                else:
+                    shutil.rmtree(self.tmp, ignore_errors=True)
+                raise
+
+    def _start(self, endpoints, command_prefix, env, ignore_reports, binary, tls, workers,
+               cluster_options, server_options, extra_config, listener_options, tls_options,
+               certificate, routes_first, catch_all, tls_listener_options):
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
         self.admin_port = harness.free_port()
@@ -79,26 +106,22 @@ class Proxy:
         self.process = harness.Process([*command_prefix, binary or PORTICO, "-c", self.config_path],
                                        os.path.join(self.tmp, "portico.log"), env=env,
                                        ignore_reports=ignore_reports)
-        try:
-            harness.wait_until(
-                lambda: self.process.proc.poll() is not None or
-                harness.port_open("127.0.0.1", self.port),
-                what=f"portico on port {self.port}")
-            if self.process.proc.poll() is not None:
-                raise AssertionError(f"portico exited: {self.process.read_log()}")
-            # The port may answer for another test's process that picked the same free port
-            # (SO_REUSEPORT lets two bind it); this process's own admin names its pid.
-            harness.wait_until(lambda: self.process.proc.poll() is not None or
-                               self._admin_pid() == self.process.pid,
-                               what=f"portico's admin on port {self.admin_port}")
-            if self.process.proc.poll() is not None:
-                raise AssertionError(f"portico exited: {self.process.read_log()}")
-            if tls:
-                harness.wait_until(lambda: harness.port_open("127.0.0.1", self.tls_port),
-                                   what="portico TLS port")
-        except BaseException:
-            self.stop()
-            raise
+        harness.wait_until(
+            lambda: self.process.proc.poll() is not None or
+            harness.port_open("127.0.0.1", self.port),
+            what=f"portico on port {self.port}")
+        if self.process.proc.poll() is not None:
+            raise AssertionError(f"portico exited: {self.process.read_log()}")
+        # The port may answer for a process that took it first (this one then exits, unable to
+        # bind it): this process's own admin names its pid.
+        harness.wait_until(lambda: self.process.proc.poll() is not None or
+                           self._admin_pid() == self.process.pid,
+                           what=f"portico's admin on port {self.admin_port}")
+        if self.process.proc.poll() is not None:
+            raise AssertionError(f"portico exited: {self.process.read_log()}")
+        if tls:
+            harness.wait_until(lambda: harness.port_open("127.0.0.1", self.tls_port),
+                               what="portico TLS port")
 
     def _admin_pid(self):
         try:

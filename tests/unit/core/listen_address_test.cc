@@ -88,7 +88,7 @@ protected:
     EXPECT_TRUE(a) << (a ? "" : a.error());
     if (!a)
       return -1;
-    auto fd = open_listener(*a, 16, false);
+    auto fd = open_listener(*a, 16, PortSharing::NONE);
     if (!fd) {
       *error = fd.error();
       return -1;
@@ -164,7 +164,7 @@ TEST_F(OpenUnixListener, PathTooLong) {
   ListenAddress a;
   a.kind = ListenAddress::Kind::UNIX;
   a.path = "/" + std::string(200, 'p');
-  auto fd = open_listener(a, 16, false);
+  auto fd = open_listener(a, 16, PortSharing::NONE);
   ASSERT_FALSE(fd);
   EXPECT_NE(fd.error().find("too long"), std::string::npos) << fd.error();
 }
@@ -174,7 +174,7 @@ TEST(OpenTcpListener, BindsLoopback) {
   a.host = "127.0.0.1";
   a.port = 0; // not accepted by the parser; lets the kernel pick a free port here
   a.text = "127.0.0.1:0";
-  auto opened = open_listener(a, 16, true);
+  auto opened = open_listener(a, 16, PortSharing::NEW_GROUP);
   ASSERT_TRUE(opened) << opened.error();
   int fd = *opened;
   sockaddr_in sa{};

@@ -44,9 +44,11 @@ TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;
   r.has_redirect = true;
-  for (const auto& kind : registry())
-    if (kind.name == "redirect")
+  for (const auto& kind : registry()) {
+    if (kind.name == "redirect") {
       EXPECT_FALSE(kind.make(&r)->http2_only());
+    }
+  }
 }
 
 } // namespace
