@@ -136,6 +136,10 @@ struct DirectResponse {
 };
 
 struct RouteConfig {
+  // What /metrics and the logs call it: its name, or what it matches ("*/api/", "*=/ping",
+  // "example.com~/v[0-9]+/.*"), unique (config/route_labels.cc).
+  std::string name;
+  std::string label;
   // Matching, first match wins: host, then the path by exactly one of path_prefix,
   // path_exact and path_regex (RE2, the whole path), then the scheme ("http": cleartext
   // requests only, as for an edge's port-80 redirect; "https": TLS only; "" any).

@@ -152,6 +152,8 @@ std::string dump_config(const Config& c) {
         {"host", r.host}, {"websocket", r.websocket}, {"upgrade_timeout", r.upgrade_timeout}};
     if (!r.cluster.empty())
       t.insert("cluster", r.cluster);
+    if (!r.name.empty())
+      t.insert("name", r.name);
     for (auto [key, value] :
          {std::pair{"path_prefix", &r.path_prefix}, std::pair{"path_exact", &r.path_exact},
           std::pair{"path_regex", &r.path_regex}, std::pair{"scheme", &r.scheme}})

@@ -68,8 +68,10 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   for (const toml::table* t : r.get_tables(root, "cluster"))
     read_cluster(r, *t, c);
   // Routes refer to clusters by name: read after every cluster is known.
-  for (const toml::table* t : r.get_tables(root, "route"))
+  const std::vector<const toml::table*> route_tables = r.get_tables(root, "route");
+  for (const toml::table* t : route_tables)
     read_route(r, *t, c, settings);
+  label_routes(r, route_tables, c);
   if (c.routes.empty())
     r.error(root.source(), "at least one [[route]] is required");
   if (r.failed())

@@ -102,8 +102,7 @@ void append_process_metrics(std::vector<MetricFamily>& out, double start_time) {
 std::string route_label(const config::Config& cfg, size_t i) {
   if (i >= cfg.routes.size())
     return "none";
-  const auto& r = cfg.routes[i];
-  return (r.host.empty() ? std::string("*") : r.host) + r.path_prefix;
+  return cfg.routes[i].label;
 }
 
 namespace {

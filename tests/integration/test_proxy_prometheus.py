@@ -3,6 +3,7 @@ through its HTTP API equals what was sent, and the p99 of upstream time-to-first
 the bucket that holds 200 ms when some requests take 200 ms at the backend."""
 import json
 import os
+import shutil
 import tempfile
 import threading
 import unittest
@@ -22,6 +23,39 @@ def prom_query(port, expr):
     return float(result[0]["value"][1]) if result else None
 
 
+def start_prometheus(test, proxy):
+    """A Prometheus scraping proxy's admin every second, stopped when test ends: its port."""
+    tmp = tempfile.mkdtemp(prefix="portico-prom-")
+    test.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+    port = harness.free_port()
+    config = os.path.join(tmp, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: portico
+    static_configs:
+      - targets: ["127.0.0.1:{proxy.admin_port}"]
+""")
+    prom = harness.Process(["prometheus", f"--config.file={config}",
+                            f"--storage.tsdb.path={tmp}/data",
+                            f"--web.listen-address=127.0.0.1:{port}"],
+                           os.path.join(tmp, "prometheus.log"))
+    test.addCleanup(prom.stop)
+    # Its port answers before its storage is open (queries are 503 until then).
+    harness.wait_until(lambda: ready(port), timeout=60, what="prometheus to be ready")
+    return port
+
+
+def ready(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 class PrometheusScrape(unittest.TestCase):
     def test_counts_and_quantile_through_prometheus(self):
         harness.need("prometheus", "curl")
@@ -30,25 +64,7 @@ class PrometheusScrape(unittest.TestCase):
         proxy = Proxy([f"unix:{backend.sock_path}"], workers=2)
         self.addCleanup(proxy.stop)
 
-        tmp = tempfile.mkdtemp(prefix="portico-prom-")
-        port = harness.free_port()
-        config = os.path.join(tmp, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: portico
-    static_configs:
-      - targets: ["127.0.0.1:{proxy.admin_port}"]
-""")
-        prom = harness.Process(["prometheus", f"--config.file={config}",
-                                f"--storage.tsdb.path={tmp}/data",
-                                f"--web.listen-address=127.0.0.1:{port}"],
-                               os.path.join(tmp, "prometheus.log"))
-        self.addCleanup(prom.stop)
-        harness.wait_until(lambda: harness.port_open("127.0.0.1", port), timeout=60,
-                           what="prometheus")
+        port = start_prometheus(self, proxy)
 
         # 90 fast requests, 10 that wait 200 ms at the backend (in parallel, to keep it short).
         statuses = []
@@ -77,6 +93,27 @@ scrape_configs:
         # The bucket holding 200 ms is (0.1, 0.25].
         self.assertGreater(p99, 0.1)
         self.assertLessEqual(p99, 0.25)
+
+
+    def test_routes_matched_by_exact_path_are_series_of_their_own(self):
+        # Issue 22, defect 3: every path_exact and path_regex route was labelled route="*",
+        # and Prometheus kept one of the two identical series: the sum was short.
+        harness.need("prometheus")
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], workers=2, catch_all=False,
+                      routes_first='[[route]]\npath_exact = "/hello"\ncluster = "app"\n\n'
+                                   '[[route]]\npath_regex = "/del.y"\ncluster = "app"\n')
+        self.addCleanup(proxy.stop)
+        port = start_prometheus(self, proxy)
+        for path in ["/hello", "/delay?ms=1"] * 4:
+            self.assertEqual(harness.http_get(proxy.port, path)[0], 200, path)
+        harness.wait_until(
+            lambda: prom_query(port, 'sum(portico_requests_total{code="200"})') == 8 or None,
+            timeout=60, interval=0.25, what="Prometheus to scrape all 8 requests")
+        self.assertEqual(prom_query(port, 'count(portico_requests_total{code="200"})'), 2)
+        self.assertEqual(prom_query(port, 'sum(portico_requests_total{route="*=/hello"})'), 4)
+        self.assertEqual(prom_query(port, 'sum(portico_requests_total{route="*~/del.y"})'), 4)
 
 
 if __name__ == "__main__":
