@@ -2,6 +2,7 @@
 // Portico's configuration, validated and immutable once loaded (config_loader.h makes it from
 // TOML). Every field has the default a user of nginx or nghttpx would expect.
 #include "config/config_enums.h"
+#include "config/log_format.h"
 #include "core/cidr.h"
 #include "core/error_log.h"
 #include "core/listen_address.h"
@@ -45,6 +46,8 @@ struct ListenerConfig {
   TlsConfig tls;
   std::string access_log; // path, "" = off
   AccessLogFormat access_log_format = AccessLogFormat::TEXT;
+  std::string access_log_template;       // CUSTOM's, as written
+  std::vector<LogPiece> access_log_line; // every format's but JSON's, parsed
   int max_connections = 0; // client connections on this listener, whole process; 0 = none
   // Connections begin with a PROXY protocol header (v1 or v2, HAProxy's), whose source
   // address is the client's from then on: X-Forwarded-For, Forwarded, the access log,

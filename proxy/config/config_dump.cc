@@ -93,7 +93,9 @@ std::string dump_config(const Config& c) {
   for (const auto& l : c.listeners) {
     toml::table t{{"address", l.address.text},
                   {"access_log", l.access_log},
-                  {"access_log_format", std::string(config::to_string(l.access_log_format))},
+                  {"access_log_format", l.access_log_format == config::AccessLogFormat::CUSTOM
+                                            ? l.access_log_template
+                                            : std::string(config::to_string(l.access_log_format))},
                   {"max_connections", l.max_connections},
                   {"proxy_protocol", l.proxy_protocol}};
     if (l.tls_enabled)

@@ -25,8 +25,10 @@ enum class ProxyProtocolVersion : uint8_t {
 };
 
 enum class AccessLogFormat : uint8_t {
-  TEXT, // nginx's combined format and the phase times
-  JSON, // one object per line
+  TEXT,     // nginx's combined format's first fields and the phase times (kTextLogFormat)
+  COMBINED, // nginx's combined (kCombinedLogFormat)
+  JSON,     // one object per line
+  CUSTOM,   // a template of $fields (config/log_format.h)
 };
 
 template <typename E> struct EnumName {
@@ -44,8 +46,10 @@ inline constexpr EnumName<ProxyProtocolVersion> kProxyProtocolVersions[] = {
     {"", ProxyProtocolVersion::NONE},
     {"v1", ProxyProtocolVersion::V1},
     {"v2", ProxyProtocolVersion::V2}};
-inline constexpr EnumName<AccessLogFormat> kAccessLogFormats[] = {{"text", AccessLogFormat::TEXT},
-                                                                  {"json", AccessLogFormat::JSON}};
+inline constexpr EnumName<AccessLogFormat> kAccessLogFormats[] = {
+    {"text", AccessLogFormat::TEXT},
+    {"combined", AccessLogFormat::COMBINED},
+    {"json", AccessLogFormat::JSON}};
 
 template <typename E, size_t N>
 constexpr std::optional<E> enum_named(const EnumName<E> (&names)[N], std::string_view s) {

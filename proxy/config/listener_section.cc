@@ -2,6 +2,39 @@
 
 namespace portico::config {
 
+namespace {
+
+// "text", "combined" and "json", or a template of $fields: parsed here, so that a misspelt
+// field is an error at load and a line costs no parsing.
+void read_access_log_format(Reader& r, const toml::table& t, ListenerConfig& l,
+                            const std::string& w) {
+  std::string s;
+  if (r.get_string(t, "access_log_format", s, w)) {
+    if (auto named = enum_named(kAccessLogFormats, s)) {
+      l.access_log_format = *named;
+    } else if (s.find('$') == std::string::npos) {
+      r.error(t.get("access_log_format")->source(),
+              w + ": access_log_format is text, combined, json, or a template of $fields (" +
+                  std::string(log_field_names()) + ")");
+      return;
+    } else {
+      l.access_log_format = AccessLogFormat::CUSTOM;
+      l.access_log_template = s;
+    }
+  }
+  std::string_view text = l.access_log_format == AccessLogFormat::CUSTOM     ? l.access_log_template
+                          : l.access_log_format == AccessLogFormat::COMBINED ? kCombinedLogFormat
+                                                                             : kTextLogFormat;
+  if (l.access_log_format == AccessLogFormat::JSON)
+    return;
+  if (auto line = parse_log_format(text))
+    l.access_log_line = std::move(*line);
+  else
+    r.error(t.get("access_log_format")->source(), w + ": access_log_format: " + line.error());
+}
+
+} // namespace
+
 void read_listener(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[listener]]";
   r.only_keys(
@@ -31,8 +64,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   if (r.get_string(t, "access_log", l.access_log, w))
     l.access_log = r.resolve(l.access_log);
   r.get_number(t, "max_connections", l.max_connections, w, 0, 10000000);
-  r.get_enum(t, "access_log_format", kAccessLogFormats, l.access_log_format, w,
-             w + ": access_log_format is text or json");
+  read_access_log_format(r, t, l, w);
   c.listeners.push_back(std::move(l));
 }
 

@@ -44,9 +44,19 @@ std::string_view now_text(bool iso) {
   return {cached[iso], len[iso]};
 }
 
+// The first field of that name (lower case), or "".
+std::string_view field(const AccessLogEntry& e, std::string_view name) {
+  for (const auto& h : e.fields)
+    if (h.name == name)
+      return h.value;
+  return {};
+}
+
 } // namespace
 
-AccessLog::AccessLog(struct ev_loop* loop, int fd, bool json) : loop_(loop), fd_(fd), json_(json) {
+AccessLog::AccessLog(struct ev_loop* loop, int fd, const config::ListenerConfig& listener)
+    : loop_(loop), fd_(fd), json_(listener.access_log_format == config::AccessLogFormat::JSON),
+      line_(listener.access_log_line) {
   buf_.reserve(kFlushAt + 4096);
   ev_timer_init(&timer_, timer_cb, 1.0, 1.0);
   timer_.data = this;
@@ -79,43 +89,60 @@ void AccessLog::record(const AccessLogEntry& e) {
   if (json_)
     append_json(e);
   else
-    append_text(e);
+    append_line(e);
   if (buf_.size() >= kFlushAt)
     flush();
 }
 
-void AccessLog::append_text(const AccessLogEntry& e) {
+void AccessLog::append_line(const AccessLogEntry& e) {
+  for (const auto& p : line_) {
+    buf_.append(p.literal);
+    if (p.field != config::LogField::NONE)
+      append_field(e, p);
+  }
+  buf_.push_back('\n');
+}
+
+void AccessLog::append_field(const AccessLogEntry& e, const config::LogPiece& p) {
+  using config::LogField;
   auto& b = buf_;
-  b.append(e.client);
-  b.append(" - - [");
-  b.append(now_text(false));
-  b.append("] \"");
-  append_json_escaped(b, e.method);
-  b.push_back(' ');
-  append_json_escaped(b, e.target);
-  b.append(e.protocol == "h1" ? " HTTP/1.1\" " : " HTTP/2\" ");
-  append_number(b, static_cast<uint64_t>(e.status));
-  b.push_back(' ');
-  append_number(b, e.bytes_out);
-  b.append(" in=");
-  append_number(b, e.bytes_in);
-  b.append(" proto=");
-  b.append(e.protocol);
-  b.append(" host=\"");
-  append_json_escaped(b, e.authority);
-  b.append("\" queue=");
-  append_seconds(b, e.queue);
-  b.append(" connect=");
-  append_seconds(b, e.connect);
-  b.append(" ttfb=");
-  append_seconds(b, e.first_byte);
-  b.append(" total=");
-  append_seconds(b, e.total);
-  b.append(" upstream=");
-  b.append(e.upstream.empty() ? std::string_view("-") : e.upstream);
-  b.append(" retries=");
-  append_number(b, static_cast<uint64_t>(e.retries));
-  b.push_back('\n');
+  // Strings from the client escaped (a request is one line); an empty one is "-", as nginx's.
+  auto str = [&](std::string_view v) {
+    if (v.empty())
+      b.push_back('-');
+    else
+      append_json_escaped(b, v);
+  };
+  switch (p.field) {
+  case LogField::NONE: break;
+  case LogField::TIME: b.append(now_text(false)); break;
+  case LogField::TIME_ISO: b.append(now_text(true)); break;
+  case LogField::CLIENT: str(e.client); break;
+  case LogField::PROTOCOL: b.append(e.protocol); break;
+  case LogField::METHOD: str(e.method); break;
+  case LogField::HOST: str(e.authority); break;
+  case LogField::PATH: str(e.target); break;
+  case LogField::UPSTREAM_PATH: str(e.upstream_target); break;
+  case LogField::REQUEST:
+    append_json_escaped(b, e.method);
+    b.push_back(' ');
+    append_json_escaped(b, e.target);
+    b.append(e.protocol == "h1" ? " HTTP/1.1" : " HTTP/2");
+    break;
+  case LogField::STATUS: append_number(b, static_cast<uint64_t>(e.status)); break;
+  case LogField::BYTES_IN: append_number(b, e.bytes_in); break;
+  case LogField::BYTES_OUT: append_number(b, e.bytes_out); break;
+  case LogField::QUEUE: append_seconds(b, e.queue); break;
+  case LogField::CONNECT: append_seconds(b, e.connect); break;
+  case LogField::TTFB: append_seconds(b, e.first_byte); break;
+  case LogField::TOTAL: append_seconds(b, e.total); break;
+  case LogField::UPSTREAM: str(e.upstream); break;
+  case LogField::RETRIES: append_number(b, static_cast<uint64_t>(e.retries)); break;
+  case LogField::ROUTE: str(e.route); break;
+  case LogField::USER_AGENT: str(field(e, "user-agent")); break;
+  case LogField::REFERER: str(field(e, "referer")); break;
+  case LogField::REQUEST_FIELD: str(field(e, p.field_name)); break;
+  }
 }
 
 void AccessLog::append_json(const AccessLogEntry& e) {
@@ -132,6 +159,8 @@ void AccessLog::append_json(const AccessLogEntry& e) {
   str(",\"method\":", e.method);
   str(",\"authority\":", e.authority);
   str(",\"path\":", e.target);
+  str(",\"upstream_path\":", e.upstream_target);
+  str(",\"route\":", e.route);
   b.append(",\"status\":");
   append_number(b, static_cast<uint64_t>(e.status));
   b.append(",\"bytes_in\":");
@@ -149,6 +178,8 @@ void AccessLog::append_json(const AccessLogEntry& e) {
   str(",\"upstream\":", e.upstream);
   b.append(",\"retries\":");
   append_number(b, static_cast<uint64_t>(e.retries));
+  str(",\"user_agent\":", field(e, "user-agent"));
+  str(",\"referer\":", field(e, "referer"));
   b.append("}\n");
 }
 

@@ -57,11 +57,10 @@ WorkerGeneration::WorkerGeneration(const WorkerServices& services, GenerationSpe
                               keep_metrics = spec_.metrics](upstream::Cluster* p) { delete p; });
   }
   for (size_t i = 0; i < cfg.listeners.size(); ++i)
-    access_logs_.push_back(spec_.access_log_fds[i] < 0 ? nullptr
-                                                       : std::make_unique<metrics::AccessLog>(
-                                                             services.loop, spec_.access_log_fds[i],
-                                                             cfg.listeners[i].access_log_format ==
-                                                                 config::AccessLogFormat::JSON));
+    access_logs_.push_back(spec_.access_log_fds[i] < 0
+                               ? nullptr
+                               : std::make_unique<metrics::AccessLog>(
+                                     services.loop, spec_.access_log_fds[i], cfg.listeners[i]));
   router_ = std::make_unique<routing::Router>(cfg, std::move(clusters), *spec_.metrics,
                                               access_logs_, filters::registry(), services.deferred);
 }

@@ -10,8 +10,9 @@ metrics::Protocol protocol_of(const server::Exchange& ex) {
   return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;
 }
 
-ExchangeRecord::ExchangeRecord(metrics::RouteMetrics& route, metrics::AccessLog* log)
-    : route(route), log(log), started_at(ev_time()) {}
+ExchangeRecord::ExchangeRecord(const server::Exchange& ex, const Route& r, metrics::AccessLog* log)
+    : route(*r.metrics), label(r.label), log(log), target_sent(ex.request().target),
+      started_at(ev_time()) {}
 
 void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream, int retries) {
   route.requests.inc(ex.listener_index(), protocol_of(ex), status ? status : 499,
@@ -26,10 +27,13 @@ void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream
   e.protocol = metrics::to_string(protocol_of(ex));
   e.method = req.method;
   e.authority = req.authority;
-  e.target = req.target;
+  e.target = target_sent;
+  e.upstream_target = req.target;
+  e.route = label;
+  e.fields = req.headers;
   e.status = status;
   e.bytes_in = bytes_in;
-  e.bytes_out = bytes_out;
+  e.bytes_out = ex.body_bytes_sent();
   e.queue = queue;
   e.connect = connect;
   e.first_byte = first_byte;

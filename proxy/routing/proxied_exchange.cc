@@ -27,7 +27,7 @@ int status_for(upstream::UpstreamError e) {
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const RouterContext& ctx,
                                  metrics::AccessLog* log)
-    : ex_(ex), cluster_(route.cluster), ctx_(ctx), record_(*route.metrics, log) {
+    : ex_(ex), cluster_(route.cluster), ctx_(ctx), record_(ex, route, log) {
   const auto& fwd = *ctx.fwd;
   client_origin_ = {
       ex.client_address(), ex.over_tls(),

@@ -18,6 +18,7 @@ namespace portico::routing {
 struct Route {
   upstream::Cluster* cluster = nullptr;     // null: the route's filters answer (a redirect)
   metrics::RouteMetrics* metrics = nullptr; // the route's, or the no-route one
+  std::string_view label = "none";          // config::RouteConfig::label, for the access log
   std::vector<std::unique_ptr<FilterFactory>> filters; // in run order (filters/registry.cc)
   bool http1_filters = false; // one of them makes filters for HTTP/1 requests too
   bool may_filter(const server::Exchange& ex) const {

@@ -30,6 +30,7 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
     if (!r.cluster.empty())
       route.cluster = clusters_[r.cluster_index].get();
     route.metrics = &metrics.route(i);
+    route.label = r.label;
     add_filters(route, &r);
   }
   no_route_.metrics = &metrics.route(cfg.routes.size());

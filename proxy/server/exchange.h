@@ -6,6 +6,7 @@
 #include "http/request_head.h"
 #include "http/response_head.h"
 
+#include <cstdint>
 #include <ev.h>
 #include <span>
 #include <sys/socket.h>
@@ -95,6 +96,9 @@ public:
   bool response_ended() const { return response_ended_; }
   bool request_ended() const { return request_ended_; }
   bool above_high_watermark() const { return buffered() > kHighWatermark; }
+  // Response body bytes taken for the client (a local reply's as an upstream's), for the
+  // access log: what was sent, not what the upstream gave.
+  uint64_t body_bytes_sent() const { return body_bytes_sent_; }
 
   // A whole small response in one call.
   void respond(int status, std::string_view content_type, std::string_view body);
@@ -108,6 +112,7 @@ protected:
   bool over_tls_ = false;
   uint16_t listener_index_ = 0;
   bool head_sent_ = false;
+  uint64_t body_bytes_sent_ = 0;
   int response_status_ = 0;
   bool response_ended_ = false;
   bool request_ended_ = false;

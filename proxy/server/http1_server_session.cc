@@ -51,6 +51,7 @@ void Http1Exchange::send_body(std::string_view data) {
     http::append_chunk(out, data);
   else
     out.append(data); // raw in a tunnel too
+  body_bytes_sent_ += data.size();
   session_.conn_.want_flush();
 }
 

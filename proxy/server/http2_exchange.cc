@@ -106,6 +106,7 @@ void Http2Exchange::send_body(std::string_view data) {
     return;
   }
   body_.append(data);
+  body_bytes_sent_ += data.size();
   if (send_waiting_since_ == 0)
     send_waiting_since_ = ev_now(loop_);
   if (body_.size() > kHighWatermark)

@@ -89,11 +89,56 @@ redirect = { host = "new.test", code = 308 }
                          [("/a", 308, ""), ("/nowhere", 404, ""), ("/private/x", 403, "")])
 
     def test_off_by_default(self):
+        # No listener names a file: portico holds no file open but its own output.
         proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1)
         self.addCleanup(proxy.stop)
         self.assertEqual(curl(proxy, "h1", "/hello").status, 200)
-        self.assertEqual(os.listdir(self.tmp), [])
+        fd_dir = f"/proc/{proxy.pid}/fd"
+        files = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        self.assertEqual([f for f in files if f.startswith("/") and not f.startswith("/dev/")
+                          and f != proxy.process.log_path], [])
 
+    def test_what_was_asked_what_was_sent_and_by_whom(self):
+        # Issue 22, defect 4: the path logged was the rewritten one, a 502 logged 0 bytes
+        # although "Bad Gateway" was sent, and there was no user agent, referer, or choice of
+        # fields.
+        path = os.path.join(self.tmp, "access-fields.log")
+        routes = f"""
+[[route]]
+name = "api"
+path_prefix = "/api/"
+prefix_rewrite = "/"
+cluster = "app"
+
+[[route]]
+path_prefix = "/down/"
+cluster = "down"
+
+[[cluster]]
+name = "down"
+endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
+"""
+        fmt = ('$status $bytes_out $route "$request" up=$upstream_path '
+               'ua="$user_agent" ref="$referer" t=$http_x_tenant')
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1, routes_first=routes,
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": toml_string(fmt)})
+        self.addCleanup(proxy.stop)
+        self.assertEqual(curl(proxy, "h1", "/api/hello", ["-A", "tester/1", "-e",
+                                                          "http://a.test/", "-H",
+                                                          "X-Tenant: blue"]).status, 200)
+        reply = curl(proxy, "h2c", "/down/x", ["-A", "tester/2"])
+        self.assertEqual(reply.status, 502)
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            lines = sorted(f.read().splitlines())
+        self.assertEqual(lines, [
+            '200 12 api "GET /api/hello HTTP/1.1" up=/hello ua="tester/1" '
+            'ref="http://a.test/" t=blue',
+            f'502 {len(reply.body)} */down/ "GET /down/x HTTP/2" up=/down/x ua="tester/2" '
+            'ref="-" t=-'])
+        self.assertEqual(reply.body, b"Bad Gateway\n")
 
 if __name__ == "__main__":
     unittest.main()

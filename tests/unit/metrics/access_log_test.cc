@@ -24,6 +24,8 @@ constexpr std::string_view kTarget = "/a\"b\x01"
                                      "c\\d?q=1";
 constexpr std::string_view kTargetEscaped = R"(/a\"b\u0001c\\d?q=1)";
 
+const http::Header kFields[] = {{"accept", "*/*"}, {"user-agent", "curl/8"}, {"x-tenant", "a b"}};
+
 AccessLogEntry sample() {
   AccessLogEntry e;
   e.client = "192.0.2.7:5555";
@@ -40,6 +42,9 @@ AccessLogEntry sample() {
   e.total = 0.0123456789;
   e.upstream = "127.0.0.1:9001";
   e.retries = 1;
+  e.upstream_target = "/b";
+  e.route = "*/";
+  e.fields = kFields;
   return e;
 }
 
@@ -48,6 +53,19 @@ std::string utc(time_t t, const char* format) {
   gmtime_r(&t, &g);
   char buf[64];
   return std::string(buf, strftime(buf, sizeof buf, format, &g));
+}
+
+// A listener logging in the text format, json, or by a template.
+config::ListenerConfig logging(std::string_view format = config::kTextLogFormat) {
+  config::ListenerConfig l;
+  if (format == "json") {
+    l.access_log_format = config::AccessLogFormat::JSON;
+  } else {
+    auto line = config::parse_log_format(format);
+    EXPECT_TRUE(line) << line.error();
+    l.access_log_line = *line;
+  }
+  return l;
 }
 
 constexpr const char* kTextTime = "%d/%b/%Y:%H:%M:%S +0000";
@@ -84,7 +102,7 @@ protected:
   // Records e and flushes; the line written, and the time bracketing the record (the line's
   // timestamp is one of the two seconds).
   std::string record_one(bool json, const AccessLogEntry& e, time_t& before, time_t& after) {
-    AccessLog log(loop_, fds_[1], json);
+    AccessLog log(loop_, fds_[1], logging(json ? "json" : config::kTextLogFormat));
     before = time(nullptr);
     log.record(e);
     after = time(nullptr);
@@ -149,10 +167,31 @@ TEST_F(AccessLogTest, JsonLine) {
               "{\"time\":\"@\",\"client\":\"192.0.2.7:5555\",\"protocol\":\"h1\",\"method\":"
               "\"GET\",\"authority\":\"example.com\",\"path\":\"" +
                   std::string(kTargetEscaped) +
+                  "\",\"upstream_path\":\"/b\",\"route\":\"*/"
                   "\",\"status\":200,\"bytes_in\":12,\"bytes_out\":3456,\"queue\":0.000100,"
                   "\"connect\":0.002500,\"ttfb\":0.010000,\"total\":0.012346,\"upstream\":"
-                  "\"127.0.0.1:9001\",\"retries\":1}\n",
+                  "\"127.0.0.1:9001\",\"retries\":1,\"user_agent\":\"curl/8\",\"referer\":\"\"}\n",
               kJsonTime, before, after);
+}
+
+TEST_F(AccessLogTest, CombinedAndATemplateOfFields) {
+  time_t before = time(nullptr);
+  {
+    AccessLog log(loop_, fds_[1], logging(config::kCombinedLogFormat));
+    log.record(sample());
+  }
+  time_t after = time(nullptr);
+  expect_line(drain(),
+              "192.0.2.7:5555 - - [@] \"GET " + std::string(kTargetEscaped) +
+                  " HTTP/1.1\" 200 3456 \"-\" \"curl/8\"\n",
+              kTextTime, before, after);
+  {
+    AccessLog log(loop_, fds_[1],
+                  logging("$$ $route $path>$upstream_path tenant=${http_x_tenant} "
+                          "$http_x_absent $ttfb$method"));
+    log.record(sample());
+  }
+  EXPECT_EQ(drain(), "$ */ " + std::string(kTargetEscaped) + ">/b tenant=a b - 0.010000GET\n");
 }
 
 TEST_F(AccessLogTest, JsonEscapesEveryControlByteAndDel) {
@@ -192,7 +231,7 @@ TEST_F(AccessLogTest, WrittenOnceTheBufferPasses64KiB) {
   };
   size_t written = 0, line = 0;
   {
-    AccessLog log(loop_, fd, false);
+    AccessLog log(loop_, fd, logging());
     AccessLogEntry e = sample();
     size_t records = 0;
     while (size() == 0 && records < 10000) {
@@ -221,7 +260,7 @@ TEST_F(AccessLogTest, WrittenOnceTheBufferPasses64KiB) {
 
 TEST_F(AccessLogTest, DestructionFlushes) {
   {
-    AccessLog log(loop_, fds_[1], true);
+    AccessLog log(loop_, fds_[1], logging("json"));
     log.record(sample());
     log.record(sample());
     EXPECT_EQ(drain(), "");
@@ -236,7 +275,7 @@ struct Watch {
 };
 
 TEST_F(AccessLogTest, TimerFlushesWithinASecond) {
-  AccessLog log(loop_, fds_[1], false);
+  AccessLog log(loop_, fds_[1], logging());
   log.record(sample());
   EXPECT_EQ(drain(), "");
   // Run the loop until the pipe becomes readable (or a guard far past the timer's second).
@@ -276,7 +315,7 @@ TEST_F(AccessLogTest, TimerFlushesWithinASecond) {
 
 TEST_F(AccessLogTest, DoesNotKeepTheLoopRunning) {
   {
-    AccessLog log(loop_, fds_[1], false);
+    AccessLog log(loop_, fds_[1], logging());
     // Its timer is active but unreferenced: a loop with nothing else to do returns.
     EXPECT_EQ(ev_run(loop_, EVRUN_NOWAIT), 0);
   }
