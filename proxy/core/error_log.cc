@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -17,12 +18,39 @@ std::atomic<int> g_fd{2};
 std::atomic<bool> g_journal{false};
 thread_local const char* t_name = "main";
 
-// Per kind: the second of the last line said, and the events held back since.
+// Per kind and subject: the second of the last line said, and the events held back since.
+// A subject claims a slot by its hash (0: free) and probes a few more when another holds it;
+// past kSlots subjects failing at once, some share a slot (and a limit).
 struct Limiter {
+  std::atomic<uint64_t> subject{0};
   std::atomic<long> second{-1};
   std::atomic<unsigned long> held{0};
 };
-Limiter g_limits[static_cast<int>(Kind::COUNT)];
+constexpr size_t kSlots = 64, kProbes = 8;
+Limiter g_limits[static_cast<int>(Kind::COUNT)][kSlots];
+
+uint64_t hash_of(std::string_view s) {
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
+  return h | 1; // never 0, the free slot's
+}
+
+Limiter& limiter(Kind k, std::string_view subject) {
+  Limiter* slots = g_limits[static_cast<int>(k)];
+  uint64_t h = hash_of(subject);
+  for (size_t i = 0; i < kProbes; ++i) {
+    Limiter& l = slots[(h + i) % kSlots];
+    uint64_t owner = l.subject.load(std::memory_order_relaxed);
+    if (owner == h)
+      return l;
+    if (owner == 0 && l.subject.compare_exchange_strong(owner, h, std::memory_order_relaxed))
+      return l;
+    if (owner == h) // another thread claimed it for the same subject
+      return l;
+  }
+  return slots[h % kSlots];
+}
 
 int priority(Level l) {
   switch (l) {
@@ -73,14 +101,16 @@ bool enabled(Level l) {
   return static_cast<int>(l) >= g_min.load(std::memory_order_relaxed);
 }
 
-void write(Level l, Kind k, const char* fmt, ...) {
+namespace {
+
+void write_line(Level l, Kind k, std::string_view subject, const char* fmt, va_list ap) {
   if (!enabled(l))
     return;
   timeval tv{};
   ::gettimeofday(&tv, nullptr);
   unsigned long held = 0;
   if (k != Kind::GENERAL) {
-    Limiter& lim = g_limits[static_cast<int>(k)];
+    Limiter& lim = limiter(k, subject);
     long sec = static_cast<long>(tv.tv_sec);
     if (lim.second.exchange(sec, std::memory_order_relaxed) == sec) {
       lim.held.fetch_add(1, std::memory_order_relaxed);
@@ -98,10 +128,7 @@ void write(Level l, Kind k, const char* fmt, ...) {
   n += static_cast<size_t>(std::snprintf(line + n, sizeof line - n,
                                          ".%03dZ [%s] %s: ", static_cast<int>(tv.tv_usec / 1000),
                                          to_string(l), t_name));
-  va_list ap;
-  va_start(ap, fmt);
   int m = std::vsnprintf(line + n, sizeof line - n, fmt, ap);
-  va_end(ap);
   n = m < 0 ? n : std::min(sizeof line - 2, n + static_cast<size_t>(m));
   if (held > 0)
     n += static_cast<size_t>(
@@ -110,6 +137,22 @@ void write(Level l, Kind k, const char* fmt, ...) {
   line[n++] = '\n';
   // One write: lines from several threads never interleave (O_APPEND files and pipes alike).
   [[maybe_unused]] ssize_t w = ::write(g_fd.load(std::memory_order_relaxed), line, n);
+}
+
+} // namespace
+
+void write(Level l, Kind k, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  write_line(l, k, {}, fmt, ap);
+  va_end(ap);
+}
+
+void write_about(Level l, Kind k, std::string_view subject, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  write_line(l, k, subject, fmt, ap);
+  va_end(ap);
 }
 
 } // namespace portico::core::log

@@ -1,11 +1,13 @@
 #pragma once
 // The error log ([log] level and file): one line per event, "TIME [level] THREAD: message",
 // written with one write(2) so that lines from worker threads never interleave. Events of one
-// kind are said at most once a second; the ones held back are counted into the next line of
-// that kind, so a flood (every request to a dead upstream) cannot fill a disk. Under systemd
+// kind about one subject (a cluster) are said at most once a second; the ones held back are
+// counted into the next such line, so a flood (every request to a dead upstream) cannot fill a
+// disk, and one cluster's flood hides no other cluster's line. Under systemd
 // (JOURNAL_STREAM set) each line starts with its sd-daemon priority, "<4>", for journald.
 // Off the request path: it is called when something went wrong, never per request.
 #include <cstdarg>
+#include <string_view>
 
 namespace portico::core::log {
 
@@ -21,6 +23,7 @@ enum class Kind {
   TLS_HANDSHAKE,    // a client's handshake failed
   PROXY_HEADER,     // a client's PROXY protocol header was missing or malformed
   LIMIT,            // a limit was hit: connections, buffers, descriptors
+  REQUEST_FAILED,   // a request answered 502, 503 or 504 for its upstream's failure (or reset)
   COUNT
 };
 
@@ -37,5 +40,9 @@ bool enabled(Level l);
 // The descriptor lines go to (what USR1 reopens when it is a file).
 int fd();
 void write(Level l, Kind k, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+// The same, rate-limited apart for each subject (a cluster's name): two clusters failing in
+// one second are both named.
+void write_about(Level l, Kind k, std::string_view subject, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 } // namespace portico::core::log

@@ -15,7 +15,8 @@ void Deadline::stop() {
 }
 
 void Deadline::expired(struct ev_loop*, ev_timer* w, int) {
-  static_cast<Deadline*>(w->data)->fail(504);
+  static_cast<Deadline*>(w->data)->fail(
+      504, "its deadline ran out (the route's timeout, or grpc-timeout)");
 }
 
 } // namespace portico::filters

@@ -121,8 +121,9 @@ protected:
   void pass_response_trailers(std::span<const http::Header> trailers);
   // Answer the request here; from a step, return STOP after it.
   void respond(const LocalReply& reply);
-  // A local reply with status, or a reset once the response has begun.
-  void fail(int status);
+  // A local reply with status, or a reset once the response has begun; why goes to the error
+  // log, with the request.
+  void fail(int status, const char* why = "failed by a filter");
 
 private:
   friend class FilterChain;

@@ -37,8 +37,8 @@ void Filter::pass_response_trailers(std::span<const http::Header> trailers) {
 void Filter::respond(const LocalReply& reply) {
   chain_->respond(index_, reply);
 }
-void Filter::fail(int status) {
-  chain_->fail(index_, status);
+void Filter::fail(int status, const char* why) {
+  chain_->fail(index_, status, why);
 }
 
 FilterChain* FilterChain::make(std::span<const std::unique_ptr<FilterFactory>> factories,
@@ -315,21 +315,21 @@ void FilterChain::respond(size_t i, const LocalReply& reply) {
   if (closed_)
     return;
   if (response_begun_) {
-    fail(i, reply.status); // too late for an answer: a reset
+    fail(i, reply.status, "answered after the response began"); // too late: a reset
     return;
   }
   answered_ = true;
-  terminal_->chain_answered(reply.status);
+  terminal_->chain_answered(reply.status, failing_);
   if (!closed_)
     reply_from(i, reply, i + 1);
 }
 
-void FilterChain::fail(size_t i, int status) {
+void FilterChain::fail(size_t i, int status, const char* why) {
   if (closed_)
     return;
   if (response_begun_) {
     answered_ = true;
-    terminal_->chain_answered(0);
+    terminal_->chain_answered(0, why);
     if (!closed_)
       ex_->abort(); // the client must see a cut response, never a clean short one
     return;
@@ -338,7 +338,9 @@ void FilterChain::fail(size_t i, int status) {
   char* body = static_cast<char*>(ex_->arena().allocate(reason.size() + 1));
   std::copy(reason.begin(), reason.end(), body);
   body[reason.size()] = '\n';
+  failing_ = why;
   respond(i, LocalReply{status, "text/plain", {body, reason.size() + 1}, {}});
+  failing_ = nullptr;
 }
 
 void FilterChain::reply_from(size_t below, LocalReply reply, size_t shapers) {

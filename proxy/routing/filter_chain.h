@@ -26,9 +26,9 @@ public:
     virtual void chain_request_head() = 0;
     virtual void chain_request_body(std::string_view data, bool end) = 0;
     virtual void chain_request_trailers(std::span<const http::Header> trailers) = 0;
-    // A filter answered or failed the request (status: what it answered, 0 for a reset): no
-    // more upstream work, and nothing more goes up.
-    virtual void chain_answered(int status) = 0;
+    // A filter answered or failed the request (status: what it answered, 0 for a reset; why:
+    // the failure, null for an answer): no more upstream work, and nothing more goes up.
+    virtual void chain_answered(int status, const char* why) = 0;
     // Hold the client back (the chain holds a high watermark of its body), or let it go.
     virtual void chain_hold_request(bool hold) = 0;
     // What the response side held fell below the low watermark: the upstream may read again.
@@ -83,7 +83,7 @@ public:
     run_response_trailers(i, trailers);
   }
   void respond(size_t i, const LocalReply& reply);
-  void fail(size_t i, int status);
+  void fail(size_t i, int status, const char* why);
 
 private:
   // What waits behind a held head: body bytes (seen by the filters before the holder), and
@@ -138,7 +138,8 @@ private:
   Terminal* terminal_ = nullptr;
   UpstreamOptions* options_ = nullptr;
   bool closed_ = false;
-  bool answered_ = false; // a local reply or failure: the request side goes no further
+  bool answered_ = false;         // a local reply or failure: the request side goes no further
+  const char* failing_ = nullptr; // during fail()'s reply: why, for the terminal
 
   // The request side: where its head waits (count_: passed every filter).
   uint8_t request_at_ = 0;

@@ -1,6 +1,7 @@
 #include "routing/proxied_exchange.h"
 
 #include "http/http1_response_parser.h"
+#include "routing/failure_log.h"
 #include "routing/retry_policy.h"
 #include "upstream/cluster.h"
 #include "upstream/request_fields.h"
@@ -191,8 +192,10 @@ void ProxiedExchange::hold_client_changed() {
     ex_.resume_request_body();
 }
 
-void ProxiedExchange::chain_answered(int status) {
+void ProxiedExchange::chain_answered(int status, const char* why) {
   // A filter answered (or cut the response): the upstream part ends here.
+  if (why)
+    log_failure(status, why);
   stop_upstream();
   if (state_ != State::FINISHED)
     set_state(State::FINISHED);
@@ -274,6 +277,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
       h.status < 300) {
     // An HTTP/2 client takes a 2xx to its extended CONNECT as the tunnel open (RFC 8441 5):
     // an upstream that answered without switching protocols did not open one.
+    log_failure(502, "the upstream answered a WebSocket CONNECT without opening a tunnel");
     stop_upstream();
     fail(502);
     return;
@@ -383,6 +387,7 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   up_ = nullptr;
   if (state_ == State::RESPONSE) {
     set_state(State::FINISHED);
+    log_failure(0, upstream::to_string(e));
     ex_.abort(); // the client must see a cut response, never a clean short one
     return;
   }
@@ -399,6 +404,7 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
   upstream::UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_->pick() : pool_;
   if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
+    log_failure(status_for(e), upstream::to_string(e));
     fail(status_for(e));
     return;
   }
@@ -431,6 +437,11 @@ void ProxiedExchange::fail(int status, std::string_view body) {
     chain_->local_reply(LocalReply{status, "text/plain", body, {}});
   else
     ex_.respond(status, "text/plain", body);
+}
+
+void ProxiedExchange::log_failure(int status, const char* what) const {
+  log_request_failure(ex_, cluster_ ? std::string_view(cluster_->config().name) : "",
+                      pool_ ? std::string_view(pool_->endpoint().text) : "", status, what);
 }
 
 void ProxiedExchange::on_exchange_close(server::Exchange& ex) {

@@ -76,7 +76,7 @@ private:
   void chain_request_head() override { go_upstream(); }
   void chain_request_body(std::string_view data, bool end) override;
   void chain_request_trailers(std::span<const http::Header> trailers) override;
-  void chain_answered(int status) override;
+  void chain_answered(int status, const char* why) override;
   void chain_hold_request(bool hold) override { hold_client(kHeldByChain, hold); }
   void chain_response_drained() override { maybe_resume_upstream(); }
 
@@ -88,7 +88,10 @@ private:
   void on_upstream_end() override;
   void on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) override;
   void on_upstream_writable() override { hold_client(kHeldByUpstream, false); }
-  void on_queue_timeout() override { fail(503); }
+  void on_queue_timeout() override {
+    log_failure(503, "queue_timeout (every connection busy at max_connections)");
+    fail(503);
+  }
   bool is_head_request() const override { return ex_.request().is_head(); }
 
   void set_state(State next);
@@ -101,6 +104,8 @@ private:
   // The upstream part ends here: out of the pool's queue, off its stream.
   void stop_upstream();
   void fail(int status, std::string_view body = {});
+  // The error log's line for a request failed here (routing/failure_log.h).
+  void log_failure(int status, const char* what) const;
   // The upstream's response head came: the exchange's state, its status and timings.
   void response_began(int status);
   // The upstream's 101 to a TUNNEL request: the client's side opens too.

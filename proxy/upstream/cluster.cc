@@ -81,10 +81,10 @@ void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> address
       mine.push_back(p);
   if (addresses.empty()) {
     bool known = pools_[mine.front()]->has_address();
-    core::log::write(core::log::Level::WARN, core::log::Kind::DNS,
-                     "cluster %s: %s did not resolve%s; asking again in %g s", cfg_.name.c_str(),
-                     pools_[mine.front()]->endpoint().host.c_str(),
-                     known ? " (the last addresses are kept)" : "", again);
+    core::log::write_about(core::log::Level::WARN, core::log::Kind::DNS, cfg_.name,
+                           "cluster %s: %s did not resolve%s; asking again in %g s",
+                           cfg_.name.c_str(), pools_[mine.front()]->endpoint().host.c_str(),
+                           known ? " (the last addresses are kept)" : "", again);
     for (size_t p : mine)
       pools_[p]->address_failed();
   } else {

@@ -104,9 +104,9 @@ void HealthChecker::finish(bool ok, const std::string& why) {
     if (!healthy_ && ++successes_ >= cfg_.healthy) {
       healthy_ = true;
       pool_.note_health(true);
-      core::log::write(core::log::Level::INFO, core::log::Kind::ENDPOINT_UP,
-                       "cluster %s: %s passes its health check again (%s)",
-                       pool_.cluster().name.c_str(), endpoint.c_str(), why.c_str());
+      core::log::write_about(core::log::Level::INFO, core::log::Kind::ENDPOINT_UP, endpoint,
+                             "cluster %s: %s passes its health check again (%s)",
+                             pool_.cluster().name.c_str(), endpoint.c_str(), why.c_str());
     }
     return;
   }
@@ -114,11 +114,11 @@ void HealthChecker::finish(bool ok, const std::string& why) {
   if (healthy_ && ++failures_ >= cfg_.unhealthy) {
     healthy_ = false;
     pool_.note_health(false);
-    core::log::write(core::log::Level::WARN, core::log::Kind::ENDPOINT_DOWN,
-                     "cluster %s: %s failed %d health checks in a row (%s %s); no new requests "
-                     "go there unless every address is failing",
-                     pool_.cluster().name.c_str(), endpoint.c_str(), failures_, cfg_.path.c_str(),
-                     why.c_str());
+    core::log::write_about(
+        core::log::Level::WARN, core::log::Kind::ENDPOINT_DOWN, endpoint,
+        "cluster %s: %s failed %d health checks in a row (%s %s); no new requests "
+        "go there unless every address is failing",
+        pool_.cluster().name.c_str(), endpoint.c_str(), failures_, cfg_.path.c_str(), why.c_str());
   }
 }
 

@@ -64,9 +64,9 @@ std::unique_ptr<tls::TlsSession> UpstreamPool::start_tls(int fd) const {
 }
 
 void UpstreamPool::tls_failed(const char* why) {
-  core::log::write(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT,
-                   "TLS handshake with upstream %s (%s) failed: %s", spec_.text.c_str(),
-                   tls_server_name_.c_str(), why);
+  core::log::write_about(core::log::Level::WARN, core::log::Kind::UPSTREAM_CONNECT, cluster_.name,
+                         "cluster %s: TLS handshake with endpoint %s (%s) failed: %s",
+                         cluster_.name.c_str(), spec_.text.c_str(), tls_server_name_.c_str(), why);
   note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
   metrics_.errors.connect_refused().inc();
 }
@@ -108,8 +108,9 @@ void UpstreamPool::refuse(UpstreamStreamListener* listener) {
     listener->on_upstream_error(UpstreamError::LOCAL_RESOURCES, Delivery::NOT_DELIVERED);
     return;
   }
-  log::write(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, "cluster %s: connect to %s: %s",
-             cluster_.name.c_str(), spec_.text.c_str(), std::strerror(errno));
+  log::write_about(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, cluster_.name,
+                   "cluster %s: connect to %s: %s", cluster_.name.c_str(), spec_.text.c_str(),
+                   std::strerror(errno));
   note_connect_failed(UpstreamError::CONNECT_REFUSED, false);
   metrics_.errors.connect_refused().inc();
   listener->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
@@ -218,12 +219,13 @@ void UpstreamPool::serve_waiters() {
 
 void UpstreamPool::note_connect_failed(UpstreamError e, bool say) {
   if (say)
-    log::write(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, "cluster %s: connect to %s: %s",
-               cluster_.name.c_str(), spec_.text.c_str(), to_string(e));
+    log::write_about(log::Level::WARN, log::Kind::UPSTREAM_CONNECT, cluster_.name,
+                     "cluster %s: connect to %s: %s", cluster_.name.c_str(), spec_.text.c_str(),
+                     to_string(e));
   if (connect_failures_ == 0)
-    log::write(log::Level::WARN, log::Kind::ENDPOINT_DOWN,
-               "cluster %s: endpoint %s is down, passed over for %g s", cluster_.name.c_str(),
-               spec_.text.c_str(), cluster_.fail_timeout);
+    log::write_about(log::Level::WARN, log::Kind::ENDPOINT_DOWN, spec_.text,
+                     "cluster %s: endpoint %s is down, passed over for %g s", cluster_.name.c_str(),
+                     spec_.text.c_str(), cluster_.fail_timeout);
   ++connect_failures_;
   down_until_ = ev_now(loop_) + cluster_.fail_timeout;
   gauges_.connect_failures.set(connect_failures_);
@@ -233,9 +235,10 @@ void UpstreamPool::note_connect_failed(UpstreamError e, bool say) {
 void UpstreamPool::note_connected() {
   if (connect_failures_ == 0)
     return;
-  log::write(log::Level::INFO, log::Kind::ENDPOINT_UP,
-             "cluster %s: endpoint %s is up again after %lld failed connects",
-             cluster_.name.c_str(), spec_.text.c_str(), static_cast<long long>(connect_failures_));
+  log::write_about(log::Level::INFO, log::Kind::ENDPOINT_UP, spec_.text,
+                   "cluster %s: endpoint %s is up again after %lld failed connects",
+                   cluster_.name.c_str(), spec_.text.c_str(),
+                   static_cast<long long>(connect_failures_));
   connect_failures_ = 0;
   gauges_.connect_failures.set(0);
 }

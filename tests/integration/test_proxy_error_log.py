@@ -57,6 +57,49 @@ class ErrorLog(unittest.TestCase):
                    what="the held-back count")
         self.assertIn("started 1 workers", "\n".join(lines))
 
+    def test_two_clusters_failing_at_once_are_both_named_with_the_request(self):
+        # Issue 22, defect 5: the once-a-second limit was per kind across every cluster, so
+        # the second cluster to fail within the second went unnamed; and no line said which
+        # request failed.
+        routes = "".join(f"""
+[[route]]
+path_prefix = "/{c}/"
+cluster = "{c}"
+
+[[cluster]]
+name = "{c}"
+endpoints = ["unix:{self.tmp}/{c}-nobody.sock"]
+""" for c in ("blue", "green"))
+        dead = os.path.join(self.tmp, "nobody.sock")
+        p = self.proxy([f"unix:{dead}"], routes_first=routes)
+        self.assertEqual(http_get(p.port, "/blue/x")[0], 502)
+        self.assertEqual(http_get(p.port, "/green/y?z=1")[0], 502)
+        for c in ("blue", "green"):
+            wait_until(lambda: any(f"cluster {c}: connect to unix:" in l for l in read(self.log)),
+                       what=f"cluster {c}'s connect failure")
+        failed = [l for l in read(self.log) if "answered 502" in l]
+        self.assertEqual(len(failed), 2, failed)
+        self.assertRegex(failed[0], r'\[warn\] worker 0: cluster blue: connect_refused, answered '
+                                    r'502; upstream: unix:\S+/blue-nobody\.sock, client: '
+                                    r'127\.0\.0\.1, host: "127\.0\.0\.1:\d+", request: '
+                                    r'"GET /blue/x HTTP/1\.1"$')
+        self.assertIn('cluster green: connect_refused, answered 502', failed[1])
+        self.assertIn('request: "GET /green/y?z=1 HTTP/1.1"', failed[1])
+
+    def test_a_response_timeout_is_logged(self):
+        # A 504 was never logged.
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        p = Proxy([f"unix:{backend.sock_path}"], workers=1,
+                  extra_config=f"[log]\nfile = {toml_string(self.log)}\n",
+                  cluster_options={"response_timeout": "0.2"})
+        self.addCleanup(p.stop)
+        self.assertEqual(http_get(p.port, "/delay?ms=2000")[0], 504)
+        wait_until(lambda: any("answered 504" in l for l in read(self.log)), what="the 504 line")
+        line = next(l for l in read(self.log) if "answered 504" in l)
+        self.assertIn("cluster app: response_timeout, answered 504; upstream: unix:", line)
+        self.assertIn('request: "GET /delay?ms=2000 HTTP/1.1"', line)
+
     def test_endpoint_up_again(self):
         backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(backend.stop)

@@ -48,7 +48,7 @@ struct FakeTerminal final : FilterChain::Terminal {
   void chain_request_trailers(std::span<const http::Header> t) override {
     events.push_back("trailers " + std::to_string(t.size()));
   }
-  void chain_answered(int status) override {
+  void chain_answered(int status, const char*) override {
     events.push_back("answered " + std::to_string(status));
   }
   void chain_hold_request(bool hold) override { held.push_back(hold); }

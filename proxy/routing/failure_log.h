@@ -1,0 +1,17 @@
+#pragma once
+// The error log's line for a request the proxy failed (a 502, 503 or 504 for its upstream, a
+// deadline, a response cut): what happened and where, and the request it happened to, as
+// nginx's "client: ..., server: ..., request: ..., upstream: ..." says. Rate-limited per
+// cluster (core/error_log.h), so a dead cluster's flood hides no other's.
+#include "server/exchange.h"
+
+#include <string_view>
+
+namespace portico::routing {
+
+// status: what the client was answered, 0 when its response was cut; endpoint: the one last
+// tried, empty when none was.
+void log_request_failure(const server::Exchange& ex, std::string_view cluster,
+                         std::string_view endpoint, int status, const char* what);
+
+} // namespace portico::routing
