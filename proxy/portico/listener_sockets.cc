@@ -181,6 +181,17 @@ void ListenerSockets::close_unused(const config::Config& cfg) {
   }
 }
 
+void ListenerSockets::stop_listening() {
+  for (const auto& [key, e] : by_key_) {
+    if (key.rfind("admin ", 0) == 0)
+      continue;
+    // shutdown, not close: the descriptors stay valid for the workers' acceptors until they
+    // stop, and the kernel refuses connects (and resets those queued) from now on.
+    for (int fd : e.fds)
+      ::shutdown(fd, SHUT_RDWR);
+  }
+}
+
 std::string ListenerSockets::environment_value() const {
   std::string out;
   for (const auto& [key, e] : by_key_) {

@@ -35,6 +35,10 @@ public:
   int admin_fd(const config::Config& cfg) const; // -1: the admin endpoint is off
   // Closes (and for unix sockets unlinks) every socket cfg has no listener for.
   void close_unused(const config::Config& cfg);
+  // A graceful stop: every listener (not the admin endpoint, whose /readyz says "draining")
+  // refuses connects at once, so that a balancer sends them to the next instance. Never after
+  // an upgrade: the sockets are the new process's too.
+  void stop_listening();
   // "KEY FD,FD\n" lines for $PORTICO_LISTEN_FDS, every descriptor listed.
   std::string environment_value() const;
   std::vector<int> all_fds() const;

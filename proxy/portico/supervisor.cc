@@ -341,6 +341,8 @@ void Supervisor::begin_drain(const char* why) {
   if (!handed_over_)
     sd::notify("STOPPING=1\nSTATUS=draining: finishing in-flight requests");
   draining_ = true;
+  if (!handed_over_)
+    sockets_->stop_listening();
   if (admin_)
     admin_->set_draining(); // /readyz fails from now on
   for (auto& w : workers_)

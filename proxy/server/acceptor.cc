@@ -152,6 +152,10 @@ void Acceptor::on_ready() {
     }
     if (errno == EINTR || errno == ECONNABORTED)
       continue;
+    if (errno == EINVAL) { // the socket no longer listens (a graceful stop shut it): no spin
+      stop();
+      return;
+    }
     if (out_of_resources(errno))
       back_off(errno);
     // EAGAIN: another worker took it.

@@ -63,5 +63,40 @@ class ProxyShutdown(unittest.TestCase):
         self.assertFalse(harness.port_open("127.0.0.1", proxy.port))
 
 
+    def test_new_connections_are_refused_during_the_drain(self):
+        # Issue 22, defect 6: during a graceful stop a new connection was accepted by the
+        # kernel and left waiting (then reset at exit); refused at once, it goes to the next
+        # instance behind a balancer, as nginx's do.
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], server_options={"grace_period": 20})
+        self.addCleanup(proxy.stop)
+        slow = socket.create_connection(("127.0.0.1", proxy.port))
+        self.addCleanup(slow.close)
+        slow.sendall(b"GET /delay?ms=4000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        harness.wait_until(lambda: '"busy":1' in proxy.admin("/status"),
+                           what="the slow request at the backend")
+        proxy.process.proc.send_signal(signal.SIGQUIT)
+        harness.wait_until(lambda: "graceful stop" in proxy.read_log(), what="the drain")
+
+        def refused():
+            try:
+                with socket.create_connection(("127.0.0.1", proxy.port), timeout=1):
+                    return False
+            except ConnectionRefusedError:
+                return True
+        harness.wait_until(refused, timeout=2, what="connects refused while draining")
+        self.assertIsNone(proxy.process.proc.poll())  # still draining the slow request
+        data = b""
+        slow.settimeout(20)
+        while not data.endswith(b"hello world\n"):
+            chunk = slow.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        self.assertIn(b"200 OK", data)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+
+
 if __name__ == "__main__":
     unittest.main()
