@@ -297,6 +297,23 @@ ssize_t ClientConnection::read_some(char* buf, size_t len) {
   return -1;
 }
 
+void ClientConnection::answer_plain_http() {
+  // nginx's answer, in clear text, the only thing this client can read. What it sent is read
+  // first: a close with unread bytes is a reset, which can destroy the answer in flight.
+  static constexpr std::string_view kAnswer =
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 46\r\n"
+      "Connection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n";
+  char sink[4096];
+  for (int i = 0; i < 16 && ::recv(fd_, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
+  }
+  [[maybe_unused]] ssize_t n = ::send(fd_, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL);
+  ::shutdown(fd_, SHUT_WR);
+  core::log::write(core::log::Level::INFO, core::log::Kind::TLS_HANDSHAKE,
+                   "plain HTTP from %.*s on TLS listener %u: answered 400",
+                   static_cast<int>(peer_len_), peer_, static_cast<unsigned>(listener_));
+  close_now();
+}
+
 bool ClientConnection::handshake() {
   switch (tls_->handshake()) {
   case tls::TlsSession::Io::OK: break;
@@ -305,6 +322,10 @@ bool ClientConnection::handshake() {
   case tls::TlsSession::Io::CLOSED:
   case tls::TlsSession::Io::ERROR:
     ctx_.stats().tls_handshake_failures.inc();
+    if (tls_->plain_http()) {
+      answer_plain_http();
+      return false;
+    }
     core::log::write(core::log::Level::WARN, core::log::Kind::TLS_HANDSHAKE,
                      "TLS handshake with %.*s on listener %u failed: %s",
                      static_cast<int>(peer_len_), peer_, static_cast<unsigned>(listener_),

@@ -126,6 +126,7 @@ private:
   ssize_t read_some(char* buf, size_t len);
   // Drives the TLS handshake; picks the session by ALPN when it completes. False: not done.
   bool handshake();
+  void answer_plain_http(); // HTTP/1 where a TLS handshake belonged: 400, then close
   // Reads the PROXY protocol header, never a byte past it (TLS or HTTP starts right after,
   // and OpenSSL reads the socket itself). False: not complete yet, or the connection closed.
   bool read_proxy_header();

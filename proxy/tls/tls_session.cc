@@ -51,8 +51,10 @@ TlsSession::Io TlsSession::status(int rc) {
     return Io::ERROR;
   default:
     // Kept for the error log: the reason is gone once the queue is cleared.
-    if (unsigned long e = ERR_peek_last_error())
+    if (unsigned long e = ERR_peek_last_error()) {
       last_error_ = ERR_reason_error_string(e);
+      plain_http_ = ERR_GET_REASON(e) == SSL_R_HTTP_REQUEST;
+    }
     ERR_clear_error();
     return Io::ERROR;
   }

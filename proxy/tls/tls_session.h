@@ -47,6 +47,9 @@ public:
   const char* failure_reason() const;
   // OpenSSL's reason for the last ERROR ("wrong version number"), or null.
   const char* last_error() const { return last_error_; }
+  // The handshake failed on an HTTP/1 request line where a ClientHello belonged (OpenSSL
+  // recognises "GET ", "POST ", "HEAD " and "PUT "): a client that forgot https://.
+  bool plain_http() const { return plain_http_; }
 
 private:
   Io status(int rc);
@@ -55,6 +58,7 @@ private:
   bool established_ = false;
   bool closed_ = false;
   const char* last_error_ = nullptr; // a static string of OpenSSL's
+  bool plain_http_ = false;
 };
 
 } // namespace portico::tls

@@ -123,7 +123,7 @@ endpoints = ["unix:{self.tmp}/{c}-nobody.sock"]
         self.addCleanup(backend.stop)
         p = self.proxy([f"unix:{backend.sock_path}"], tls=True)
         with socket.create_connection(("127.0.0.1", p.tls_port), timeout=5) as s:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # plain text on the TLS port
+            s.sendall(b"\x00\x01 not a ClientHello\r\n\r\n")
             try:
                 s.recv(100)
             except OSError:

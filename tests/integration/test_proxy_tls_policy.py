@@ -66,6 +66,29 @@ class TlsPolicy(unittest.TestCase):
             self.assertIsNone(err, version)
             s.close()
 
+    def test_plain_http_to_the_tls_port_gets_nginxs_400(self):
+        # Issue 22, defect 7: the connection was reset. A request line gets a clear-text 400,
+        # as nginx's; anything else that is no ClientHello is still just closed.
+        p = self.proxy()
+        for method in (b"GET", b"POST", b"HEAD"):
+            with socket.create_connection(("127.0.0.1", p.tls_port), timeout=10) as s:
+                s.sendall(method + b" /hello HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n")
+                data = b""
+                while chunk := s.recv(4096):
+                    data += chunk
+            self.assertTrue(data.startswith(b"HTTP/1.1 400 Bad Request\r\n"), (method, data))
+            self.assertTrue(data.endswith(b"\r\n\r\nThe plain HTTP request was sent to HTTPS "
+                                          b"port\n"), data)
+        with socket.create_connection(("127.0.0.1", p.tls_port), timeout=10) as s:
+            s.sendall(b"\x00\x01 binary\r\n\r\n")
+            try:
+                self.assertEqual(s.recv(4096), b"")
+            except ConnectionResetError:
+                pass
+        s, err = handshake(p.tls_port, client_context())  # and TLS is served on
+        self.assertIsNone(err)
+        s.close()
+
     def test_min_version_1_3(self):
         p = self.proxy(min_version='"1.3"')
         s, err = handshake(p.tls_port, client_context(max_tls12=True))
