@@ -124,6 +124,9 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     }
     if (cert != key)
       r.error(tt->source(), tw + ": a client certificate needs both certificate and private_key");
+    else if (cert)
+      check_key_pair(r, tt->get("certificate"), tls.certificate, tt->get("private_key"),
+                     tls.private_key);
   }
   if (r.get_enum(t, "send_proxy_protocol", kProxyProtocolVersions, cl.send_proxy_protocol, cw,
                  cw + ": send_proxy_protocol must be \"v1\", \"v2\" or \"\" (none)") &&

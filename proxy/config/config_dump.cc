@@ -1,7 +1,11 @@
 #include "config/config_dump.h"
 
+#include <cmath>
+#include <cstdint>
+#include <optional>
 #include <sstream>
 #include <toml++/toml.h>
+#include <vector>
 
 namespace portico::config {
 
@@ -45,6 +49,38 @@ toml::table tls_table(const TlsConfig& t) {
     out.insert("sni", std::move(sni));
   }
   return out;
+}
+
+// Sizes and whole seconds are kept as doubles (1 << 30 bytes, 30 s), which toml++ prints as
+// 1073741824.0: printed as the integers they are, and the rest at the precision that reads
+// back the same (0.00025, not 0.00025000000000000001).
+void whole_numbers(toml::node& n) {
+  auto whole = [](const toml::node& v) -> std::optional<int64_t> {
+    if (auto* d = v.as_floating_point()) {
+      double x = d->get();
+      if (x == std::floor(x) && std::fabs(x) < 9007199254740992.0)
+        return static_cast<int64_t>(x);
+    }
+    return std::nullopt;
+  };
+  if (auto* t = n.as_table()) {
+    std::vector<std::pair<std::string, int64_t>> ints;
+    for (auto&& [k, v] : *t) {
+      if (auto i = whole(v))
+        ints.emplace_back(std::string(k.str()), *i);
+      else
+        whole_numbers(v);
+    }
+    for (const auto& [k, i] : ints)
+      t->insert_or_assign(k, i);
+  } else if (auto* a = n.as_array()) {
+    for (size_t j = 0; j < a->size(); ++j) {
+      if (auto i = whole(*a->get(j)))
+        a->replace(a->cbegin() + static_cast<std::ptrdiff_t>(j), *i);
+      else
+        whole_numbers(*a->get(j));
+    }
+  }
 }
 
 } // namespace
@@ -205,9 +241,12 @@ std::string dump_config(const Config& c) {
   }
   root.insert("route", std::move(routes));
 
+  whole_numbers(root);
   std::ostringstream out;
   out << "# effective configuration of " << c.path << " (portico -T): defaults filled in\n"
-      << toml::toml_formatter(root) << "\n";
+      << toml::toml_formatter(root, toml::toml_formatter::default_flags |
+                                        toml::format_flags::relaxed_float_precision)
+      << "\n";
   return out.str();
 }
 

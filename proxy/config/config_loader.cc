@@ -9,6 +9,47 @@
 
 namespace portico::config {
 
+namespace {
+
+// toml++ reads `address = 127.0.0.1:8080` as a broken date or time, and says so ("Error while
+// parsing time"): when the value on the failing line is bare text that is no number, boolean,
+// array or table, the error says what was meant.
+std::string unquoted_hint(std::string_view text, size_t line) {
+  size_t at = 0;
+  for (size_t n = 1; n < line && at != std::string_view::npos; ++n) {
+    at = text.find('\n', at);
+    if (at != std::string_view::npos)
+      ++at;
+  }
+  if (at == std::string_view::npos)
+    return "";
+  std::string_view l = text.substr(at, text.find('\n', at) - at);
+  size_t eq = l.find('=');
+  if (eq == std::string_view::npos)
+    return "";
+  std::string_view key = l.substr(0, eq), value = l.substr(eq + 1);
+  auto trim = [](std::string_view& s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+      s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+      s.remove_suffix(1);
+  };
+  if (size_t hash = value.find(" #"); hash != std::string_view::npos)
+    value = value.substr(0, hash);
+  trim(key);
+  trim(value);
+  if (value.empty() || std::string_view("\"'[{").find(value.front()) != std::string_view::npos ||
+      value == "true" || value == "false")
+    return "";
+  bool number = value.find_first_not_of("0123456789+-._eE") == std::string_view::npos;
+  if (number)
+    return "";
+  return " (a text value is a quoted string: " + std::string(key) + " = \"" + std::string(value) +
+         "\")";
+}
+
+} // namespace
+
 std::optional<Config> parse_config(std::string_view text, const std::string& path,
                                    std::vector<std::string>* errors,
                                    RouteSettingsReaders settings) {
@@ -18,7 +59,7 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
   } catch (const toml::parse_error& e) {
     const auto& at = e.source().begin;
     errors->push_back(path + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
-                      ": " + std::string(e.description()));
+                      ": " + std::string(e.description()) + unquoted_hint(text, at.line));
     return std::nullopt;
   }
   Reader r(path, errors);
@@ -33,7 +74,8 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
         !core::log::parse_level(level.c_str(), &c.log.level))
       r.error(l->get("level")->source(),
               "[log]: level is \"debug\", \"info\", \"warn\" or \"error\"");
-    r.get_string(*l, "file", c.log.file, "[log]");
+    if (r.get_string(*l, "file", c.log.file, "[log]"))
+      c.log.file = r.resolve(c.log.file);
   }
   if (const toml::table* s = r.get_table(root, "server", "top level"))
     read_server(r, *s, c.server);

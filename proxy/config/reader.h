@@ -3,6 +3,8 @@
 // their FILE:LINE:COL and goes on, so that one run reports them all.
 #include "config/config.h"
 
+#include <cerrno>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <sstream>
@@ -176,7 +178,8 @@ public:
 
   void readable_file(const toml::node* at, const std::string& file, const std::string& what) {
     if (::access(file.c_str(), R_OK) != 0)
-      error(at ? at->source() : toml::source_region{}, what + " '" + file + "' cannot be read");
+      error(at ? at->source() : toml::source_region{},
+            what + " '" + file + "' cannot be read: " + std::strerror(errno));
   }
 
 private:

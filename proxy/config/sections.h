@@ -11,6 +11,9 @@ void read_listener(Reader& r, const toml::table& t, Config& c);
 void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w);
 // A private key file that any user may read (or write) is a leak waiting to happen: a warning.
 void check_key_mode(Reader& r, const toml::node* at, const std::string& file);
+// A certificate and its private key: each PEM that OpenSSL reads, and one pair.
+void check_key_pair(Reader& r, const toml::node* cert_at, const std::string& cert,
+                    const toml::node* key_at, const std::string& key);
 void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m);
 void read_cluster(Reader& r, const toml::table& t, Config& c);
 // After every cluster: routes name theirs.

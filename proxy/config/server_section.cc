@@ -37,7 +37,8 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
     r.error(n->source(),
             w + ": trusted_proxies entry '" + trusted[i] + "' is not an address or ADDRESS/BITS");
   }
-  r.get_string(t, "pid_file", s.pid_file, w);
+  if (r.get_string(t, "pid_file", s.pid_file, w))
+    s.pid_file = r.resolve(s.pid_file); // one rule for every path: the file's directory
   s.resolvers = r.get_strings(t, "resolvers", w);
   for (size_t i = 0; i < s.resolvers.size(); ++i) {
     // What c-ares takes: "IP", "IP:PORT", "[v6]" or "[v6]:PORT".

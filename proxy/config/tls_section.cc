@@ -1,8 +1,10 @@
 #include "config/sections.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace portico::config {
 
@@ -26,6 +28,38 @@ void check_key_mode(Reader& r, const toml::node* at, const std::string& file) {
   struct stat st;
   if (at && ::stat(file.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)))
     r.warning(at->source(), "private key '" + file + "' is readable by every user; chmod 600 it");
+}
+
+void check_key_pair(Reader& r, const toml::node* cert_at, const std::string& cert,
+                    const toml::node* key_at, const std::string& key) {
+  // Unreadable files are reported already; a pair that cannot be opened is not judged.
+  if (!cert_at || !key_at || ::access(cert.c_str(), R_OK) != 0 || ::access(key.c_str(), R_OK) != 0)
+    return;
+  X509* x = nullptr;
+  EVP_PKEY* k = nullptr;
+  if (BIO* b = BIO_new_file(cert.c_str(), "r")) {
+    x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+    BIO_free(b);
+  }
+  if (BIO* b = BIO_new_file(key.c_str(), "r")) {
+    // No passphrase callback: an encrypted key fails here rather than prompting.
+    k = PEM_read_bio_PrivateKey(
+        b, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
+    BIO_free(b);
+  }
+  ERR_clear_error();
+  if (!x)
+    r.error(cert_at->source(), "certificate '" + cert + "' holds no PEM certificate");
+  if (!k)
+    r.error(key_at->source(), "private key '" + key +
+                                  "' holds no PEM private key (or one encrypted with a "
+                                  "passphrase: portico reads unencrypted keys)");
+  if (x && k && X509_check_private_key(x, k) != 1)
+    r.error(key_at->source(), "private key '" + key + "' is not the key of certificate '" + cert +
+                                  "' (they come from different pairs)");
+  ERR_clear_error();
+  X509_free(x);
+  EVP_PKEY_free(k);
 }
 
 void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w) {
@@ -62,6 +96,7 @@ void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string
     tls.private_key = r.resolve(tls.private_key);
     r.readable_file(t.get("private_key"), tls.private_key, "private key");
     check_key_mode(r, t.get("private_key"), tls.private_key);
+    check_key_pair(r, t.get("certificate"), tls.certificate, t.get("private_key"), tls.private_key);
   }
   for (const toml::table* st : r.get_tables(t, "sni")) {
     SniCertificate sni;
@@ -78,6 +113,8 @@ void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string
       sni.private_key = r.resolve(sni.private_key);
       r.readable_file(st->get("private_key"), sni.private_key, "private key");
       check_key_mode(r, st->get("private_key"), sni.private_key);
+      check_key_pair(r, st->get("certificate"), sni.certificate, st->get("private_key"),
+                     sni.private_key);
     }
     tls.sni.push_back(std::move(sni));
   }

@@ -102,10 +102,16 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> errors;
   auto cfg = config::load_config(config_path, &errors, filters::route_settings());
+  // -t and -T end as nginx -t does: a last line that says the verdict.
+  auto test_failed = [&] {
+    if (cl->test_only || cl->dump_config)
+      std::fprintf(stderr, "portico: configuration %s test failed\n", config_path.c_str());
+    return 1;
+  };
   if (!cfg) {
     for (const auto& e : errors)
       std::fprintf(stderr, "%s\n", e.c_str());
-    return 1;
+    return test_failed();
   }
   for (const auto& w : cfg->warnings)
     std::fprintf(stderr, "%s\n", w.c_str());
@@ -124,7 +130,8 @@ int main(int argc, char** argv) {
   int workers = cfg->server.workers > 0 ? cfg->server.workers
                                         : std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
   int derived_max_connections = 0;
-  if (serving && cfg->server.max_connections == 0) {
+  // -T shows the limit a start here would compute (from this shell's descriptor limit).
+  if ((serving || cl->dump_config) && cfg->server.max_connections == 0) {
     derived_max_connections = connections_from_fd_limit(workers, cfg->listeners.size());
     cfg->server.max_connections = derived_max_connections;
   }
@@ -133,7 +140,7 @@ int main(int argc, char** argv) {
   auto first = proxy::ConfigGeneration::prepare(shared, 1);
   if (!first) {
     std::fprintf(stderr, "%s\n", first.error().c_str());
-    return 1;
+    return test_failed();
   }
   if (cl->dump_config) {
     std::fputs(config::dump_config(*shared).c_str(), stdout);

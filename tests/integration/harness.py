@@ -238,12 +238,12 @@ def check_sanitizer_log(text, what, ignore=()):
 class Process:
     """Any helper server (memcached, start_server) run for a test, stopped by its PID."""
 
-    def __init__(self, cmd, log_path, env=None, ignore_reports=()):
+    def __init__(self, cmd, log_path, env=None, ignore_reports=(), cwd=None):
         self.log_path = log_path
         self.ignore_reports = ignore_reports
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True, cwd=cwd)
 
     @property
     def pid(self):

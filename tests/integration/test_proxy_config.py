@@ -94,6 +94,7 @@ cluster = "nope"
         r = run("-t", "-c", path)
         self.assertEqual(r.returncode, 1)
         lines = r.stderr.strip().splitlines()
+        self.assertEqual(lines.pop(), f"portico: configuration {path} test failed")
         self.assertGreaterEqual(len(lines), 4, r.stderr)
         for line in lines:
             self.assertRegex(line, r"^" + re.escape(path) + r":\d+:\d+: .+")
