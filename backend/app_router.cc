@@ -98,6 +98,11 @@ int AppRouter::dispatch(server::Exchange& ex, App* app) {
     ex.respond(200, "text/plain", kHello);
     return 200;
   }
+  if (path == "/healthz") { // the app's readiness, for a proxy's health check
+    *app = App::HELLO;
+    ex.respond(200, "text/plain", "ok\n");
+    return 200;
+  }
   if (path == "/counter") {
     *app = App::COUNTER;
     return counter(ex, http::query_param(query, "id"));
