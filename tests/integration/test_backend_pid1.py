@@ -4,6 +4,7 @@ for "the master is gone" and forking workers in a loop; and it reaps what a PID 
 (orphans that exit), so no zombie piles up."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -34,6 +35,7 @@ class Pid1Test(unittest.TestCase):
     def setUpClass(cls):
         need("unshare", "nsenter")
         cls.tmp = tempfile.mkdtemp(prefix="portico-pid1-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.port = free_port()
         cls.server = Process(
             ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM",

@@ -2,6 +2,7 @@
 option, -v and -V (every library's version), and portico -T, the effective configuration with
 every default filled in, which loads again to the same configuration."""
 import os
+import shutil
 import subprocess
 import tempfile
 import tomllib
@@ -37,6 +38,7 @@ def run(*args):
 class CommandLineTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="portico-cli-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.config = os.path.join(self.tmp, "portico.toml")
         with open(self.config, "w") as f:
             f.write(CONFIG)

@@ -3,6 +3,7 @@
 systemd units naming the installed binaries and configuration path, which systemd-analyze
 verifies and scores below 3.0 ("OK")."""
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -13,6 +14,7 @@ import harness
 class Install(unittest.TestCase):
     def test_install_under_a_prefix(self):
         prefix = tempfile.mkdtemp(prefix="portico-install-")
+        self.addCleanup(shutil.rmtree, prefix, ignore_errors=True)
         r = subprocess.run(["cmake", "--install", harness.BUILD_DIR, "--prefix", prefix],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

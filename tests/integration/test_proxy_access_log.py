@@ -4,6 +4,7 @@ JSON lines."""
 import json
 import os
 import re
+import shutil
 import signal
 import tempfile
 import unittest
@@ -18,6 +19,7 @@ class AccessLog(unittest.TestCase):
         self.backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(self.backend.stop)
         self.tmp = tempfile.mkdtemp(prefix="portico-log-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def run_requests(self, fmt):
         path = os.path.join(self.tmp, f"access-{fmt}.log")

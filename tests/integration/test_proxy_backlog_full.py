@@ -3,6 +3,7 @@ proxy holds a connection to it, that means "at capacity", not "down": the reques
 connection to come back instead of failing with a 502."""
 import json
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -60,6 +61,7 @@ class SerialUpstream:
     def stop(self):
         self.stopped = True
         self.sock.close()
+        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
 
 class BacklogFull(unittest.TestCase):

@@ -9,6 +9,7 @@ connection is free, not one gather's worth."""
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -58,6 +59,7 @@ class BodyIntegrity(unittest.TestCase):
     def setUpClass(cls):
         harness.need("curl", "openssl")
         cls.tmp = tempfile.mkdtemp(prefix="portico-bodies-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.bodies = {}
         for size in SIZES:
             path = os.path.join(cls.tmp, f"body-{size}")

@@ -20,6 +20,7 @@ def run(*args):
 class ProxyConfig(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="portico-config-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def write(self, text):
         path = os.path.join(self.tmp, "p.toml")

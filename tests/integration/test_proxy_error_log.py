@@ -4,6 +4,7 @@ limits hit, each kind at most once a second with what was held back counted; sd-
 priority prefixes when JOURNAL_STREAM says stderr is the journal."""
 import os
 import re
+import shutil
 import socket
 import tempfile
 import unittest
@@ -27,6 +28,7 @@ def read(path):
 class ErrorLog(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="portico-errlog-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.log = os.path.join(self.tmp, "error.log")
 
     def proxy(self, endpoints, level="info", **kw):

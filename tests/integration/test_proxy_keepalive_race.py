@@ -6,6 +6,7 @@ The pauses are the load's shape (each burst reuses connections the upstream is a
 close), not synchronisation."""
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -49,6 +50,7 @@ class KeepAliveRace(unittest.TestCase):
     def setUp(self):
         harness.need("h2load")
         self.tmp = tempfile.mkdtemp(prefix="portico-race-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.post_body = os.path.join(self.tmp, "post.bin")
         with open(self.post_body, "wb") as f:
             f.write(os.urandom(4096))

@@ -7,6 +7,7 @@ cluster: Upgrade from HTTP/1.1 clients, RFC 8441 from HTTP/2 ones) and gRPC (to 
 behind an h2c cluster, from the HTTP/2 clients)."""
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -29,6 +30,7 @@ class ProxyMatrix(unittest.TestCase):
     def setUpClass(cls):
         harness.need("curl", "h2load", "nghttp", "openssl")
         cls.docroot = tempfile.mkdtemp(prefix="portico-docroot-")
+        cls.addClassCleanup(shutil.rmtree, cls.docroot, ignore_errors=True)
         with open(os.path.join(cls.docroot, "index.html"), "w") as f:
             f.write("<h1>portico</h1>\n")
         cls.backend = harness.Backend("--document-root", cls.docroot, workers=2, unix=True)

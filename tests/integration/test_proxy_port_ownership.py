@@ -6,6 +6,7 @@ there, is a start-up error, as nginx's "Address already in use" is. And a start 
 leaves alone the pid file of the instance that runs: `portico -s` and logrotate's postrotate
 go on reaching it."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ class PortOwnership(unittest.TestCase):
         self.backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(self.backend.stop)
         self.tmp = tempfile.mkdtemp(prefix="portico-ports-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.pid_file = os.path.join(self.tmp, "portico.pid")
         self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2,
                            server_options={"pid_file": toml_string(self.pid_file)})

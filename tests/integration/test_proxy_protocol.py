@@ -6,6 +6,7 @@ reaches an HAProxy bind with accept-proxy, which answers with the source it was 
 clients never share a connection (a header names one). Raw peers: no header, a malformed one,
 one trickled byte by byte, one that stops half way."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -71,6 +72,7 @@ class ProxyProtocol(unittest.TestCase):
         self.backend = harness.Backend(workers=1)
         self.addCleanup(self.backend.stop)
         self.tmp = tempfile.mkdtemp(prefix="portico-pp-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def test_haproxy_in_front_sends_the_client_address(self):
         self.log = os.path.join(self.tmp, "access.log")

@@ -8,6 +8,7 @@ logged as FILE:LINE:COL and the running configuration stays. Under h2load (h2c) 
 (HTTP/1.1) load, alternating reloads fail no request."""
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -47,6 +48,7 @@ def der(cert_path):
 class Reload(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="portico-reload-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.backends = {}
         for name in ("a", "b", "c"):
             self.backends[name] = who_backend(self.tmp, name)

@@ -53,13 +53,12 @@ def get(port, path, host="x", extra=b""):
 class RouteActions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # Class cleanups run even when setUpClass fails: a proxy that does not start leaves
+        # no backend behind.
         cls.backend = harness.Backend(workers=1)
+        cls.addClassCleanup(cls.backend.stop)
         cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], workers=1, routes_first=ROUTES)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.stop()
-        cls.backend.stop()
+        cls.addClassCleanup(cls.proxy.stop)
 
     def test_redirect_to_https_for_cleartext_only(self):
         r = get(self.proxy.port, "/a/b?c=1", host="secure.test:80")

@@ -4,6 +4,7 @@ file, the lines after to a new one, none lost); HUP with a broken file says what
 serves on. Reloads proper are test_proxy_reload's, upgrades (USR2) test_proxy_upgrade's."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,6 +30,7 @@ class Signals(unittest.TestCase):
         self.backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(self.backend.stop)
         self.tmp = tempfile.mkdtemp(prefix="portico-signals-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.log = os.path.join(self.tmp, "access.log")
         self.pid_file = os.path.join(self.tmp, "portico.pid")
         self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=2,

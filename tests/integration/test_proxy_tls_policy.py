@@ -4,6 +4,7 @@ blocklisted cipher the operator allowed gets HTTP/1.1, never h2), session ticket
 with the previous key still accepted, an OCSP response stapled from a file, a private key every
 user can read warned about by -t, and cipher lists OpenSSL refuses reported as FILE:LINE:COL."""
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -150,6 +151,7 @@ class TlsPolicy(unittest.TestCase):
 
     def test_ocsp_response_is_stapled(self):
         d = tempfile.mkdtemp(prefix="portico-ocsp-")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         self.addCleanup(subprocess.run, ["rm", "-rf", d])
 
         def sh(*cmd):
@@ -179,6 +181,7 @@ class TlsPolicy(unittest.TestCase):
 
     def test_check_warns_of_a_world_readable_key_and_refuses_bad_ciphers(self):
         d = tempfile.mkdtemp(prefix="portico-tlscheck-")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         self.addCleanup(subprocess.run, ["rm", "-rf", d])
         from proxy_harness import make_certificate
         cert, key = make_certificate(d)

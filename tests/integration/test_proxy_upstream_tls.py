@@ -5,6 +5,7 @@ connection resumes the first's session, and ALPN says http/1.1, or h2 for an HTT
 missing client certificate is a 502 with the reason in the error log; verify = false takes
 any certificate."""
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -70,6 +71,7 @@ class UpstreamTls(unittest.TestCase):
         self.backend = harness.Backend(workers=1)
         self.addCleanup(self.backend.stop)
         self.d = tempfile.mkdtemp(prefix="portico-utls-")
+        self.addCleanup(shutil.rmtree, self.d, ignore_errors=True)
         make_pki(self.d)
         self.port = harness.free_port()
         conf = os.path.join(self.d, "nginx.conf")

@@ -6,6 +6,7 @@ serves the new configuration; after a USR2 upgrade the old process names the new
 the new workers are forked, and STOPPING=1 on TERM."""
 import os
 import signal
+import shutil
 import socket
 import tempfile
 import time
@@ -27,6 +28,11 @@ class FakeSystemd:
             self.sock.bind(self.path)
         self.sock.settimeout(10)
 
+    def close(self):
+        self.sock.close()
+        if not self.path.startswith("@"):
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
     def next(self):
         return self.sock.recv(4096).decode()
 
@@ -45,7 +51,7 @@ class Notify(unittest.TestCase):
         backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(backend.stop)
         systemd = FakeSystemd()
-        self.addCleanup(systemd.sock.close)
+        self.addCleanup(systemd.close)
         env = {**os.environ, "NOTIFY_SOCKET": systemd.path, "WATCHDOG_USEC": "400000"}
         proxy = Proxy([f"unix:{backend.sock_path}"], workers=2, env=env)
         self.addCleanup(proxy.stop)
@@ -63,7 +69,7 @@ class Notify(unittest.TestCase):
         backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(backend.stop)
         systemd = FakeSystemd()
-        self.addCleanup(systemd.sock.close)
+        self.addCleanup(systemd.close)
         env = {**os.environ, "NOTIFY_SOCKET": systemd.path}
         proxy = Proxy([f"unix:{backend.sock_path}"], workers=2, env=env)
         self.addCleanup(proxy.stop)
@@ -97,7 +103,7 @@ class Notify(unittest.TestCase):
 
     def test_backend_ready_reloading_stopping(self):
         systemd = FakeSystemd(abstract=True)
-        self.addCleanup(systemd.sock.close)
+        self.addCleanup(systemd.close)
         backend = harness.Backend(workers=1, env={**os.environ, "NOTIFY_SOCKET": systemd.path})
         self.addCleanup(backend.stop)
         systemd.wait_for("READY=1")
