@@ -2,6 +2,7 @@
 an upgrade), with their outcome parsed: h2load's request counts and status classes, wrk's
 socket errors and non-2xx responses. A failed request is anything but a 2xx answer."""
 import re
+import signal
 import subprocess
 
 import harness
@@ -20,6 +21,15 @@ class Load:
     def result(self, timeout=120):
         out, _ = self.proc.communicate(timeout=timeout)
         return self.parse(out)
+
+    def interrupt(self, timeout=120):
+        """Ends a load started to run longer than its scenario (wrk prints its summary on
+        SIGINT), so that no scenario depends on a load generator outliving it by luck; the
+        result, and whether it was still running when told to end (it must be)."""
+        was_running = self.running()
+        if was_running:
+            self.proc.send_signal(signal.SIGINT)
+        return was_running, self.result(timeout)
 
     def stop(self):
         if self.proc.poll() is None:

@@ -292,17 +292,25 @@ class MaxRequestsTest(unittest.TestCase):
                        what="the second worker replaced")
 
     def test_min_requests_jitter(self):
+        # Each worker's limit is drawn from [3, 6]: several lifetimes, each inside the range,
+        # and not all the same (8 equal draws of 4 values: 1 in 16384 by chance).
         with Backend("--min-requests", "3", "--max-requests", "6", workers=1) as b:
-            with connection(b.port, 10) as (s, f):
-                for i in range(1, 7):
-                    s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-                    r = read_http1_response(f)
-                    if r.header("connection") == "close":
-                        break
-                self.assertGreaterEqual(i, 3)
-                self.assertEqual(r.header("connection"), "close")
-                self.assertEqual(f.read(1), b"")
-
+            lifetimes = []
+            for _ in range(8):
+                pids = b.worker_pids()
+                with connection(b.port, 10) as (s, f):
+                    for i in range(1, 8):
+                        s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                        r = read_http1_response(f)
+                        if r.header("connection") == "close":
+                            break
+                    self.assertEqual(r.header("connection"), "close")
+                    self.assertEqual(f.read(1), b"")
+                lifetimes.append(i)
+                wait_until(lambda: (p := b.worker_pids()) and p != pids and len(p) == 1,
+                           what="the retired worker replaced")
+            self.assertTrue(all(3 <= n <= 6 for n in lifetimes), lifetimes)
+            self.assertGreater(len(set(lifetimes)), 1, lifetimes)
 
 if __name__ == "__main__":
     unittest.main()

@@ -30,6 +30,7 @@ from proxy_harness import Proxy
 
 RELAY = os.path.join(os.path.dirname(__file__), "latency_relay.py")
 DELAY = 0.025  # one way, each direction: a request sent in the last 50 ms before the close races
+ROUNDS = 3
 
 PSGI_APP = r"""
 my $log = $ENV{CHURN_LOG};
@@ -188,25 +189,34 @@ class KeepAliveChurn(unittest.TestCase):
         proxy = Proxy([portico_relay], workers=1)
         self.addCleanup(proxy.stop)
         nginx_port = self.nginx(nginx_relay)
-        loads = (("portico", Load(proxy.port, "portico", post_path).run(), portico_sent),
-                 ("nginx", Load(nginx_port, "nginx", post_path).run(), nginx_sent))
-        for name, load, sent in loads:
-            times = applied(load.posted)
-            wire = sent()
-            load.counts["post_applied_twice"] = sum(1 for x in load.posted if times.get(x, 0) > 1)
-            load.counts["post_sent_twice"] = sum(
-                1 for x in load.posted
-                if wire.count(f"POST {post_path.format(id=x)} HTTP/1.1\r\n".encode()) > 1)
-            self.report.append(f"{upstream.split(':')[0]} {name}: {dict(load.counts)}")
-        c, n = loads[0][1].counts, loads[1][1].counts
+        # nginx (which does not replay a POST) must lose the race, or the comparison shows
+        # nothing; it loses some 12 to 18 of 176 POSTs a round on a 2-core machine, but what a
+        # round makes of a ~50 ms window is luck on a loaded one: rounds go on, both proxies
+        # alike, until nginx has lost 5, at most ROUNDS of them.
+        c, n = collections.Counter(), collections.Counter()
+        rounds = 0
+        while rounds < ROUNDS and (rounds == 0 or n["post_failed"] < 5):
+            loads = (("portico", Load(proxy.port, f"portico{rounds}", post_path).run(),
+                      portico_sent),
+                     ("nginx", Load(nginx_port, f"nginx{rounds}", post_path).run(), nginx_sent))
+            for name, load, sent in loads:
+                times = applied(load.posted)
+                wire = sent()
+                load.counts["post_applied_twice"] = sum(1 for x in load.posted
+                                                        if times.get(x, 0) > 1)
+                load.counts["post_sent_twice"] = sum(
+                    1 for x in load.posted
+                    if wire.count(f"POST {post_path.format(id=x)} HTTP/1.1\r\n".encode()) > 1)
+                self.report.append(f"{upstream.split(':')[0]} {name} round {rounds}: "
+                                   f"{dict(load.counts)}")
+            c.update(loads[0][1].counts)
+            n.update(loads[1][1].counts)
+            rounds += 1
         self.assertEqual(c["get_failed"], 0, self.report)
         self.assertEqual(c["post_applied_twice"], 0, self.report)
         self.assertEqual(c["post_sent_twice"], 0, self.report)
         self.assertEqual(c["get_ok"] + c["post_ok"] + c["post_failed"],
-                         BURSTS * THREADS * PER_THREAD)
-        # The load must make a proxy that reuses connections blindly lose the race, or the
-        # comparison shows nothing: nginx (which does not replay a POST) answers some 502 (12
-        # to 18 of the 176 POSTs in runs on a 2-core machine).
+                         rounds * BURSTS * THREADS * PER_THREAD)
         self.assertGreaterEqual(n["post_failed"], 5, self.report)
         self.assertLessEqual(c["post_failed"], n["post_failed"] // 10, self.report)
         self.assertIsNone(proxy.process.proc.poll(), proxy.read_log())

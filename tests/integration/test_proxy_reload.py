@@ -199,9 +199,11 @@ class Reload(unittest.TestCase):
 
     def test_reloads_under_load_fail_no_request(self):
         self.start()
-        h2 = load_clients.h2load(f"http://127.0.0.1:{self.port}/hello", 400000, 16, 10)
+        # Both run until the reloads are over and the test ends them (h2load cannot be: it
+        # says nothing when interrupted, so h2c is load_clients.H2Load).
+        h2 = load_clients.H2Load(self.port, connections=8, streams=10)
         self.addCleanup(h2.stop)
-        h1 = load_clients.wrk(f"http://127.0.0.1:{self.port}/hello", 8)
+        h1 = load_clients.wrk(f"http://127.0.0.1:{self.port}/hello", 300)
         self.addCleanup(h1.stop)
         wait_until(lambda: self.requests() > 2000, timeout=30, what="load flowing")
         for i in range(6):
@@ -209,14 +211,13 @@ class Reload(unittest.TestCase):
             served = self.requests()
             wait_until(lambda: self.requests() > served + 500, timeout=30,
                        what="requests on the new generation")
-        running = h1.running(), h2.running()
-        r1, r2 = h1.result(), h2.result()
-        self.assertEqual(running, (True, True), f"the load ended before the reloads:\n"
-                         f"{r1['out']}\n{r2['out']}")
+        r2 = h2.stop()
+        running, r1 = h1.interrupt()
+        self.assertTrue(running, f"wrk ended before the reloads:\n{r1['out']}")
         self.assertEqual(r1["failed"], 0, r1["out"])
         self.assertGreater(r1["total"], 1000, r1["out"])
-        self.assertEqual(r2["failed"], 0, r2["out"])
-        self.assertEqual(r2["ok"], 400000, r2["out"])
+        self.assertEqual(r2["failed"], 0, r2)
+        self.assertGreater(r2["ok"], 1000, r2)
 
     def requests(self):
         m = re.search(r'"requests":(\d+)', self.get("/status", self.admin_port)[1])

@@ -55,17 +55,22 @@ class RetryPolicy(unittest.TestCase):
         origin = self.origin()
         proxy = self.proxy([origin.endpoint])
         self.warm(proxy)
+        self.assertEqual(origin.connections, 1)
         self.assertEqual(request(proxy, "POST", "/drop", b"pay 10 EUR", xid="p1"), 502)
         self.assertEqual(origin.count("POST", "/drop", "p1"), 1, origin.applied)
+        self.assertEqual(origin.connections, 1)  # it went on the reused one, and no other
         self.assertEqual(retries(proxy, "idempotent") + retries(proxy, "non_idempotent"), 0)
 
     def test_idempotent_request_is_retried_once_on_a_fresh_connection(self):
         origin = self.origin()
         proxy = self.proxy([origin.endpoint])
         self.warm(proxy)
+        self.assertEqual(origin.connections, 1)
         self.assertEqual(request(proxy, "GET", "/drop-once", xid="g1"), 200)
         self.assertEqual(origin.count("GET", "/drop-once", "g1"), 2)
         self.assertEqual(retries(proxy, "idempotent"), 1)
+        # The first try on the reused connection, the retry on a second, fresh one.
+        self.assertEqual(origin.connections, 2)
         # PUT is idempotent too (RFC 9110 9.2.2), with its small body held for the retry.
         self.warm(proxy)
         self.assertEqual(request(proxy, "PUT", "/drop-once", b"x" * 1000, xid="u1"), 200)

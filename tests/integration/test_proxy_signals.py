@@ -58,7 +58,8 @@ class Signals(unittest.TestCase):
         self.assertIn("reopened 1 access log(s)", self.proxy.process.read_log())
 
     def test_usr1_under_load_loses_no_line(self):
-        load = load_clients.wrk(f"http://127.0.0.1:{self.proxy.port}/hello", 4, c=16)
+        # Longer than any run of the scenario, and ended by it: no race with the rotations.
+        load = load_clients.wrk(f"http://127.0.0.1:{self.proxy.port}/hello", 300, c=16)
         self.addCleanup(load.stop)
         wait_until(lambda: len(lines(self.log)) > 1000, timeout=30, what="lines logged")
         rotated = []
@@ -69,8 +70,8 @@ class Signals(unittest.TestCase):
             wait_until(lambda: self.proxy.process.read_log().count("reopened 1 access log") > i,
                        what=f"reopen {i + 1}")
             wait_until(lambda: len(lines(self.log)) > 100, timeout=30, what="the new file used")
-        self.assertTrue(load.running(), "the load ended before the rotations")
-        result = load.result()
+        running, result = load.interrupt()
+        self.assertTrue(running, f"the load ended before the rotations: {result['out']}")
         self.assertEqual(result["failed"], 0, result["out"])
         served = json.loads(harness.http_get(self.proxy.admin_port, "/status")[1])["requests"]
         logged = lambda: sum(len(lines(p)) for p in rotated + [self.log])

@@ -1,9 +1,10 @@
 """TLS to an upstream ([[cluster]] tls), against nginx with TLS that asks for a client
 certificate: the endpoint's certificate is verified against the cluster's CA and its name
 (server_name, sent as SNI), Portico presents its client certificate (mTLS), a second
-connection resumes the first's session, and ALPN says http/1.1, or h2 for an HTTP/2 cluster. A wrong CA, a wrong name or a
-missing client certificate is a 502 with the reason in the error log; verify = false takes
-any certificate."""
+connection resumes the first's session, and ALPN says http/1.1, or h2 for an HTTP/2 cluster. A
+wrong CA or a wrong name is a 502 with the reason in the error log; a missing client
+certificate is no handshake failure (nginx asks for one and judges it per request): nginx's own
+400 comes back through, answered by the upstream; verify = false takes any certificate."""
 import os
 import shutil
 import subprocess
@@ -137,8 +138,12 @@ class UpstreamTls(unittest.TestCase):
         # The error log says each kind of failure at most once a second: ask until it has.
         wait_until(lambda: harness.http_get(p.port, "/wrongname/x")[0] == 502 and
                    "hostname mismatch" in p.read_log(), interval=0.2, what="the wrong name logged")
-        # nginx refuses a request without the certificate it requires with a 400 of its own.
-        self.assertEqual(harness.http_get(p.port, "/nocert/x")[0], 400)
+        # nginx refuses a request without the certificate it requires with a 400 of its own:
+        # its page, counted as the upstream's answer, not one of Portico's.
+        status, body = harness.http_get(p.port, "/nocert/x")
+        self.assertEqual(status, 400)
+        self.assertIn(b"No required SSL certificate was sent", body)
+        self.assertEqual(p.metric("portico_requests_total", code="400", answered_by="upstream"), 1)
         self.assertEqual(harness.http_get(p.port, "/noverify/x")[0], 200)
 
 
