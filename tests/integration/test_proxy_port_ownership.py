@@ -76,26 +76,24 @@ class PortOwnership(unittest.TestCase):
         self.assertIn("admin: bind", out)
         self.assert_pid_file_names_the_first()
 
-    def test_a_foreign_listener_sharing_the_port_is_a_start_error(self):
+    def start_beside_a_listener(self, host):
+        """Starts a second portico on the port of a foreign SO_REUSEPORT listener on host."""
         with socket.socket() as other:
             other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            other.bind(("127.0.0.1", 0))
+            other.bind((host, 0))
             other.listen()
             port = other.getsockname()[1]
-            code, out = self.start(port, harness.free_port())
+            return port, *self.start(port, harness.free_port())
+
+    def test_a_foreign_listener_sharing_the_port_is_a_start_error(self):
+        port, code, out = self.start_beside_a_listener("127.0.0.1")
         self.assertEqual(code, 1, out)
         self.assertIn(f"127.0.0.1:{port}: Address already in use", out)
 
     def test_a_wildcard_listener_covers_the_address(self):
-        with socket.socket() as other:
-            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            other.bind(("0.0.0.0", 0))
-            other.listen()
-            port = other.getsockname()[1]
-            code, out = self.start(port, harness.free_port())
+        _, code, out = self.start_beside_a_listener("0.0.0.0")
         self.assertEqual(code, 1, out)
         self.assertIn("Address already in use", out)
-
 
 if __name__ == "__main__":
     unittest.main()
