@@ -29,6 +29,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def dead_endpoint(test):
+    """A loopback port that refuses connections for the whole test: bound but never listening,
+    and held, so that no test running beside this one can take it over."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    test.addCleanup(s.close)
+    return f"127.0.0.1:{s.getsockname()[1]}"
+
+
 def wait_until(predicate, timeout=10.0, interval=0.01, what="condition"):
     """Polls predicate until it returns something truthy; fails the test after timeout."""
     deadline = time.monotonic() + timeout

@@ -1,14 +1,31 @@
 """Upstream faults: refused (502), hanging (504 after the timeout), reset mid-response (the
 client sees a cut response, never a clean one), garbage (502). The proxy stays up and serves
 the next request."""
+import os
+import shutil
 import socket
-import subprocess
+import tempfile
 import threading
+import time
 import unittest
 
 import harness
 from proxy_clients import curl
 from proxy_harness import Proxy
+
+RESPONSE_TIMEOUT = 1
+
+# A second cluster, on a healthy backend, beside the faulty one: what still_serves asks for.
+GOOD_ROUTE = """
+[[route]]
+path_prefix = "/good/"
+prefix_rewrite = "/"
+cluster = "good"
+
+[[cluster]]
+name = "good"
+endpoints = ["127.0.0.1:{port}"]
+"""
 
 
 class FakeUpstream:
@@ -87,15 +104,21 @@ class ProxyFaults(unittest.TestCase):
         self.addCleanup(self.backend.stop)
 
     def proxy_for(self, endpoint, **cluster):
-        opts = {"connect_timeout": 1, "response_timeout": 1}
+        # One worker: the one that met the fault is the one still_serves asks.
+        opts = {"connect_timeout": 1, "response_timeout": RESPONSE_TIMEOUT}
         opts.update(cluster)
-        p = Proxy([endpoint], cluster_options=opts)
+        p = Proxy([endpoint], workers=1, cluster_options=opts,
+                  routes_first=GOOD_ROUTE.format(port=self.backend.port))
         self.addCleanup(p.stop)
         return p
 
     def still_serves(self, proxy):
-        # The same proxy, pointed at a bad upstream, still answers its clients and is alive.
+        # The same proxy, its cluster "app" on a bad upstream, is alive and still answers its
+        # clients: a request to its healthy cluster gets the backend's answer, in each protocol.
         self.assertIsNone(proxy.process.proc.poll(), proxy.read_log())
+        for mode in ("h1", "h2c"):
+            r = curl(proxy, mode, "/good/hello")
+            self.assertEqual((r.status, r.body), (200, b"hello world\n"), (mode, r))
 
     def fake(self, behaviour):
         f = FakeUpstream(behaviour)
@@ -103,8 +126,7 @@ class ProxyFaults(unittest.TestCase):
         return f
 
     def test_refused_is_502(self):
-        port = harness.free_port()  # nobody listens there
-        p = self.proxy_for(f"127.0.0.1:{port}")
+        p = self.proxy_for(harness.dead_endpoint(self))
         for mode in ("h1", "h2c"):
             r = curl(p, mode, "/hello")
             self.assertEqual(r.status, 502, r)
@@ -118,8 +140,14 @@ class ProxyFaults(unittest.TestCase):
         f = self.fake(hang)
         p = self.proxy_for(f"127.0.0.1:{f.port}")
         for mode in ("h1", "h2c"):
+            start = time.monotonic()
             r = curl(p, mode, "/hello")
+            elapsed = time.monotonic() - start
             self.assertEqual(r.status, 504, r)
+            # Not before response_timeout (the upstream accepted and read the request, so
+            # nothing else could answer 504 sooner), and long before the upstream's 30 s hang.
+            self.assertGreaterEqual(elapsed, RESPONSE_TIMEOUT, (mode, r))
+            self.assertLess(elapsed, RESPONSE_TIMEOUT + 15, (mode, r))
         self.still_serves(p)
 
     def test_reset_mid_response_is_cut(self):
@@ -144,13 +172,24 @@ class ProxyFaults(unittest.TestCase):
         self.still_serves(p)
 
     def test_serves_after_faults(self):
-        # One proxy, two clusters is not configured here; instead: a proxy whose upstream
-        # comes back after refusing.
-        port = harness.free_port()
-        p = self.proxy_for(f"127.0.0.1:{port}")
+        # A proxy whose upstream comes back after refusing. The upstream is a unix socket in a
+        # directory of this test's own, bound but not listening (connect: ECONNREFUSED): no
+        # other process can take its address between the refusal and the backend's start, as
+        # one could a loopback port released in between.
+        tmp = tempfile.mkdtemp(prefix="portico-test-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        path = os.path.join(tmp, "app.sock")
+        refusing = socket.socket(socket.AF_UNIX)
+        self.addCleanup(refusing.close)
+        refusing.bind(path)
+        p = self.proxy_for(f"unix:{path}")
         self.assertEqual(curl(p, "h1", "/hello").status, 502)
-        b = harness.Backend(workers=1, extra_listen=(f"127.0.0.1:{port}",))
+        refusing.close()
+        os.unlink(path)
+        b = harness.Backend(workers=1, extra_listen=(f"unix:{path}:0666",))
         self.addCleanup(b.stop)
+        harness.wait_until(lambda: harness.unix_socket_open(path), timeout=30,
+                           what="the backend on the unix socket")
         r = curl(p, "h1", "/hello")
         self.assertEqual((r.status, r.body), (200, b"hello world\n"), r)
 

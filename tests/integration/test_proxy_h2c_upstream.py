@@ -11,6 +11,7 @@ import unittest
 
 import fake_origins
 import harness
+import load_clients
 from proxy_clients import curl
 from proxy_harness import Proxy
 from test_proxy_metrics import get, sample
@@ -19,9 +20,10 @@ H2C = {"protocol": '"h2c"'}
 
 
 def h2load(port, *args, n=2000):
-    """n requests, or with n=None a run bounded by the -D in args."""
-    count = ["-n", str(n)] if n else []
-    out = subprocess.run(["h2load", "-t1", *count, *args, f"http://127.0.0.1:{port}/hello"],
+    """n requests (a load that must outlive an event is load_clients.H2Load, stopped when the
+    test is done with it: a run bounded by time, -D, may end before the event on a busy
+    machine)."""
+    out = subprocess.run(["h2load", "-t1", "-n", str(n), *args, f"http://127.0.0.1:{port}/hello"],
                          capture_output=True, text=True, timeout=120).stdout
     line = next(l for l in out.splitlines() if l.startswith("requests:"))
     f = line.split()
@@ -148,21 +150,31 @@ class H2cUpstream(unittest.TestCase):
     def test_backend_graceful_restart_under_load_loses_nothing(self):
         # HUP: the old workers send GOAWAY and finish what they took; streams they did not take
         # come back refused and are retried on a connection to a new worker.
-        result = {}
-        t = threading.Thread(target=lambda: result.update(
-            h2load(self.proxy.port, "-c", "10", "-m", "10", "-D", "4", n=None)))
-        t.start()
-        harness.wait_until(lambda: json.loads(get(self.proxy.admin_port, "/status")[1])
-                           ["requests"] >= 3000, timeout=60, what="load under way")
+        # The load (10 h2c connections, 10 streams each) runs until stopped here, so that it
+        # spans the whole restart however slow the machine; a client thread ends at its first
+        # failure (a reset, a non-200, a connection lost under its streams). Each request takes
+        # 100 ms upstream, so that the HUP finds streams in the old workers' hands (with /hello
+        # the old workers had none left by the time they read the HUP: gone in 10 ms, with no
+        # answer completed in between).
+        load = load_clients.H2Load(self.proxy.port, path="/delay?ms=100", connections=10,
+                                   streams=10)
+        self.addCleanup(load.stop)
+        harness.wait_until(lambda: load.total() >= 300, timeout=60, what="load under way")
         old = set(self.backend.worker_pids())
         self.backend.signal(signal.SIGHUP)
         harness.wait_until(lambda: not old & set(self.backend.worker_pids()), timeout=60,
                            what="old workers gone")
-        self.assertTrue(t.is_alive(), "the restart finished under load")
-        t.join(timeout=120)
-        self.assertGreater(result["succeeded"], 3000, result["text"])
-        self.assertEqual((result["succeeded"], result["failed"], result["errored"]),
-                         (result["done"], 0, 0), result["text"])
+        # Still running when the restart ended: every client thread, and requests still
+        # completing after it (on the new workers alone).
+        alive = sum(t.is_alive() for t in load.threads)
+        self.assertEqual(alive, len(load.threads), f"load ended before the restart did: "
+                                                   f"{load.errors[:5]}")
+        after = load.total()
+        harness.wait_until(lambda: load.total() >= after + 300, timeout=60,
+                           what="requests answered after the restart")
+        result = load.stop()
+        self.assertEqual(result["failed"], 0, result)
+        self.assertGreaterEqual(result["ok"], 600, result)
 
     def test_killed_backend_fails_its_streams_then_recovers(self):
         done = {}
@@ -183,10 +195,9 @@ class H2cUpstream(unittest.TestCase):
                            what="a request served after the restart")
 
     def test_refused_endpoint_is_502(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            dead = s.getsockname()[1]
-        proxy = Proxy([f"127.0.0.1:{dead}"], workers=1, cluster_options=H2C)
+        # Bound, never listening, and held until the test ends (not released for another
+        # process to take before the proxy connects).
+        proxy = Proxy([harness.dead_endpoint(self)], workers=1, cluster_options=H2C)
         self.addCleanup(proxy.stop)
         self.assertEqual(curl(proxy, "h1", "/hello").status, 502)
         self.assertEqual(curl(proxy, "h2c", "/hello").status, 502)

@@ -2,7 +2,6 @@
 the request goes to another endpoint instead of failing, and /status and /metrics say so.
 Also [metrics] enabled = false: counters stay, histograms go."""
 import json
-import socket
 import subprocess
 import unittest
 
@@ -12,19 +11,14 @@ from proxy_harness import Proxy
 from test_proxy_metrics import get, sample
 
 
-def dead_port():
-    """A loopback port nothing listens on (bound, then closed, so refused at once)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class EndpointHealth(unittest.TestCase):
     def setUp(self):
         harness.need("curl")
         self.backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(self.backend.stop)
-        self.dead = f"127.0.0.1:{dead_port()}"
+        # Bound, never listening, and held until the test ends: refused at once, every time (a
+        # port bound and released here could be someone else's listener by the first request).
+        self.dead = harness.dead_endpoint(self)
         self.live = f"unix:{self.backend.sock_path}"
 
     def endpoint(self, doc, address):

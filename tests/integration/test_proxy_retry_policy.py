@@ -26,15 +26,6 @@ def retries(proxy, reason):
                   cluster="app", reason=reason)
 
 
-def dead_endpoint(test):
-    """A loopback port that refuses connections for the whole test: bound but never listening,
-    and held, so that no test running beside this one can take it over."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    test.addCleanup(s.close)
-    return f"127.0.0.1:{s.getsockname()[1]}"
-
-
 class RetryPolicy(unittest.TestCase):
     def origin(self, cls=Http1Origin):
         o = cls()
@@ -109,7 +100,7 @@ class RetryPolicy(unittest.TestCase):
 
     def test_failed_connect_is_retried_on_another_endpoint_for_any_method(self):
         origin = self.origin()
-        proxy = self.proxy([dead_endpoint(self), origin.endpoint])
+        proxy = self.proxy([harness.dead_endpoint(self), origin.endpoint])
         self.assertEqual(request(proxy, "POST", "/once", b"data", xid="p3"), 200)
         self.assertEqual(origin.count("POST", "/once", "p3"), 1)
         self.assertEqual(retries(proxy, "connect_failed"), 1)
