@@ -51,11 +51,24 @@ def post(port, path, body, content_length=True):
         c.close()
 
 
+def answered_by_app(backend, app):
+    """How many requests portico-backend's app has answered (every status class), from the
+    master's /metrics."""
+    text = harness.http_get(backend.admin_port, "/metrics")[1].decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("portico_backend_requests_total{") and
+               f'app="{app}"' in line)
+
+
 class H2Limits(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.backend = harness.Backend(workers=1)
+        admin_port = harness.free_port()
+        cls.backend = harness.Backend("--admin", f"127.0.0.1:{admin_port}", workers=1)
+        cls.backend.admin_port = admin_port
         try:
+            harness.wait_until(lambda: harness.port_open("127.0.0.1", admin_port),
+                               what="portico-backend's admin")
             cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], workers=1,
                               server_options={"max_body_bytes": LIMIT})
         except BaseException:
@@ -68,8 +81,18 @@ class H2Limits(unittest.TestCase):
         cls.backend.stop()
 
     def test_content_length_over_the_limit_is_413(self):
-        status, body, reset = post(self.proxy.port, "/echo", b"x" * (LIMIT + 1))
+        # /headers, which no other test here asks for, answers as soon as a request head
+        # reaches it: its count says whether anything of the refused request got through.
+        before = answered_by_app(self.backend, "headers")
+        status, body, reset = post(self.proxy.port, "/headers", b"x" * (LIMIT + 1))
         self.assertEqual(status, 413, (status, len(body), reset))
+        # A request within the limit, sent after it, reaches the app and is counted; once it
+        # is, the refused one is not.
+        status, body, reset = post(self.proxy.port, "/headers", b"x" * 10)
+        self.assertEqual((status, reset), (200, None), body)
+        harness.wait_until(lambda: answered_by_app(self.backend, "headers") >= before + 1,
+                           what="the request within the limit counted")
+        self.assertEqual(answered_by_app(self.backend, "headers"), before + 1)
 
     def test_streamed_body_over_the_limit_is_413(self):
         status, body, reset = post(self.proxy.port, "/delay?ms=3000", b"x" * (LIMIT + 20000),

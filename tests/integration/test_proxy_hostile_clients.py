@@ -139,13 +139,16 @@ class SlowReaders(unittest.TestCase):
 
     def test_h1_reader_that_never_reads_is_cut_and_frees_the_upstream(self):
         before = timeouts(self.proxy, "client_send")
+        # The proxy's last write that moved bytes (where send_timeout runs from) answers this
+        # request, so it comes after `asked`: the cut cannot come before SEND_TIMEOUT from here.
+        asked = time.monotonic()
         s = slow_reader(self.proxy.port)
         self.addCleanup(s.close)
         harness.wait_until(lambda: busy_upstream(self.proxy) == 1, what="upstream busy")
-        start = time.monotonic()
         harness.wait_until(lambda: timeouts(self.proxy, "client_send") == before + 1,
                            timeout=SEND_TIMEOUT + 8, what="the send timeout")
-        elapsed = time.monotonic() - start
+        elapsed = time.monotonic() - asked
+        self.assertGreater(elapsed, SEND_TIMEOUT - 0.1)
         self.assertLess(elapsed, SEND_TIMEOUT + 4)
         harness.wait_until(lambda: busy_upstream(self.proxy) == 0, what="upstream released")
         wait_closed(s, 10)
@@ -315,9 +318,9 @@ class HeaderDeadline(unittest.TestCase):
         self.assertLess(elapsed, 4)
 
     def test_idle_h2_connection_kept_busy_with_pings_is_closed(self):
+        start = time.monotonic()  # the idle clock starts once the connection is accepted
         c = H2Frames(self.proxy.port, window=65535)
         self.addCleanup(c.close)
-        start = time.monotonic()
         closed = None
         while closed is None and time.monotonic() - start < 8:
             c.conn.ping(b"12345678")
@@ -329,6 +332,7 @@ class HeaderDeadline(unittest.TestCase):
             if evs is None or any(isinstance(e, h2.events.ConnectionTerminated) for e in evs):
                 closed = time.monotonic() - start
         self.assertIsNotNone(closed, "PINGs kept an idle connection open")
+        self.assertGreater(closed, 2 - 0.1)  # keepalive_timeout, not sooner
         self.assertLess(closed, 4)
 
 

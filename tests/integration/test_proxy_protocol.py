@@ -179,13 +179,19 @@ frontend accept_v1
             s.sendall(b"GET /headers HTTP/1.1\r\nHost: x\r\n\r\n")
             body = harness.read_http1_response(f).body.decode()
         self.assertIn("x-forwarded-for: 192.0.2.7\n", body)
-        # Half a header, then nothing: closed at header_timeout.
+        # Half a header, then nothing: closed at header_timeout (1 s), which runs from the
+        # header's first byte (so from no sooner than `start`), and counted as that timeout.
+        before = proxy.metric("portico_timeouts_total", kind="client_header")
         s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         with s:
-            s.sendall(b"PROXY TCP4 192.0.2.7 ")
             start = time.monotonic()
+            s.sendall(b"PROXY TCP4 192.0.2.7 ")
             self.assertEqual(s.recv(100), b"")
-            self.assertLess(time.monotonic() - start, 5)
+            elapsed = time.monotonic() - start
+        self.assertGreater(elapsed, 1 - 0.1)
+        self.assertLess(elapsed, 5)
+        wait_until(lambda: proxy.metric("portico_timeouts_total", kind="client_header")
+                   == before + 1, what="the header timeout counted")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,48 @@ import subprocess
 import threading
 import unittest
 
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+
 import harness
 from proxy_harness import Proxy
+
+
+def h2_events_until_eof(sock, conn):
+    """Reads an h2 connection until the server closes it: every event, in arrival order.
+    Frame by frame: python3-h2 closes its side on a GOAWAY (and drops its queued output, a
+    PING's ACK among it), though the streams up to the GOAWAY's last_stream_id go on (RFC 9113
+    6.8); its state is put back after each GOAWAY so that they are seen to finish."""
+    events, pending = [], b""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            return events
+        pending += data
+        out = b""
+        while len(pending) >= 9:
+            end = 9 + int.from_bytes(pending[:3], "big")
+            if len(pending) < end:
+                break
+            frame, pending = pending[:end], pending[end:]
+            state = conn.state_machine.state
+            out += conn.data_to_send()
+            for ev in conn.receive_data(frame):
+                events.append(ev)
+                if isinstance(ev, h2.events.ConnectionTerminated):
+                    conn.state_machine.state = state
+                elif isinstance(ev, h2.events.DataReceived) and ev.flow_controlled_length:
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+        out += conn.data_to_send()
+        try:
+            sock.sendall(out)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closing: what is left to read still counts
 
 
 class ProxyShutdown(unittest.TestCase):
@@ -62,6 +102,40 @@ class ProxyShutdown(unittest.TestCase):
                 self.assertTrue(data.endswith(b"hello world\n 200"), data)
         self.assertFalse(harness.port_open("127.0.0.1", proxy.port))
 
+    def test_h2_client_is_told_with_goaway_while_its_request_finishes(self):
+        backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"unix:{backend.sock_path}"], server_options={"grace_period": 10})
+        self.addCleanup(proxy.stop)
+        sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
+        self.addCleanup(sock.close)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                                (":path", "/delay?ms=700")], end_stream=True)
+        sock.sendall(conn.data_to_send())
+        harness.wait_until(lambda: '"busy":1' in proxy.admin("/status"),
+                           what="the request at the backend")
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        events = h2_events_until_eof(sock, conn)
+        ended = [i for i, ev in enumerate(events)
+                 if isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid]
+        self.assertEqual(len(ended), 1, events)
+        goaways = [ev for ev in events[:ended[0]]
+                   if isinstance(ev, h2.events.ConnectionTerminated)]
+        self.assertTrue(goaways, f"no GOAWAY before the in-flight stream ended: {events}")
+        for ev in goaways:
+            self.assertEqual(ev.error_code, h2.errors.ErrorCodes.NO_ERROR, ev)
+            self.assertGreaterEqual(ev.last_stream_id, sid, ev)
+        # ...and the stream it spared was served whole, not reset.
+        status = [dict(ev.headers)[b":status"] for ev in events
+                  if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == sid]
+        body = b"".join(ev.data for ev in events
+                        if isinstance(ev, h2.events.DataReceived) and ev.stream_id == sid)
+        resets = [ev for ev in events if isinstance(ev, h2.events.StreamReset)]
+        self.assertEqual((status, body, resets), ([b"200"], b"hello world\n", []))
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0, proxy.read_log())
 
     def test_new_connections_are_refused_during_the_drain(self):
         # Issue 22, defect 6: during a graceful stop a new connection was accepted by the

@@ -2,6 +2,10 @@
 has been sent whole, so an upload longer than it is not a 504; while the body is on its way,
 send_timeout bounds the time without progress instead, so a client that stops sending is cut.
 
+Both timers are reported alike (the error log's "response_timeout, answered 504", the same
+portico_upstream_errors_total kind), so which one fired is told by when: send_timeout is set well
+apart from response_timeout, and a stalled upload's 504 must come at the former, not the latter.
+
 The client's pauses between pieces are the upload's shape (slower than response_timeout in
 total), not synchronisation."""
 import socket
@@ -16,6 +20,8 @@ from proxy_harness import Proxy
 PIECES = 10
 PAUSE = 0.25  # 2.5 s of upload against a response_timeout of 1 s
 PIECE = b"p" * 1000
+RESPONSE_TIMEOUT = 1
+SEND_TIMEOUT = 2.5  # far enough from RESPONSE_TIMEOUT for the time of a 504 to tell them apart
 
 
 class UploadTimers(unittest.TestCase):
@@ -32,8 +38,9 @@ class UploadTimers(unittest.TestCase):
             for protocol, origin in zip(("http1", "h2c"), cls.origins):
                 cls.proxies[protocol] = Proxy(
                     [origin.endpoint], workers=1,
-                    cluster_options={"protocol": f'"{protocol}"', "response_timeout": 1,
-                                     "send_timeout": 1.5})
+                    cluster_options={"protocol": f'"{protocol}"',
+                                     "response_timeout": RESPONSE_TIMEOUT,
+                                     "send_timeout": SEND_TIMEOUT})
                 cls.delay_proxies[protocol] = Proxy(
                     [f"unix:{cls.backend.sock_path}"], workers=1,
                     cluster_options={"protocol": f'"{protocol}"', "response_timeout": 1})
@@ -50,16 +57,19 @@ class UploadTimers(unittest.TestCase):
         cls.backend.stop()
 
     def slow_h1_upload(self, proxy, pieces, finish=True):
+        """(response, seconds from the last byte the client sent to the response read)."""
         with harness.connection(proxy.port, timeout=15) as (s, f):
             s.sendall(b"POST /upload HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for _ in range(pieces):
+            for i in range(pieces):
                 s.sendall(b"%x\r\n%s\r\n" % (len(PIECE), PIECE))
-                time.sleep(PAUSE)
+                last_sent = time.monotonic()
+                if finish or i + 1 < pieces:
+                    time.sleep(PAUSE)
             if finish:
                 s.sendall(b"0\r\n\r\n")
-            started = time.monotonic()
+                last_sent = time.monotonic()
             r = harness.read_http1_response(f)
-            return r, time.monotonic() - started
+            return r, time.monotonic() - last_sent
 
     def slow_h2c_upload(self, proxy):
         p = subprocess.Popen(["curl", "-sS", "--http2-prior-knowledge", "-X", "POST", "-T", "-",
@@ -91,9 +101,25 @@ class UploadTimers(unittest.TestCase):
     def test_stalled_upload_is_cut_by_send_timeout(self):
         for protocol, proxy in self.proxies.items():
             with self.subTest(upstream=protocol):
+                errors = proxy.metric("portico_upstream_errors_total", cluster="app",
+                                      kind="response_timeout")
                 r, waited = self.slow_h1_upload(proxy, 1, finish=False)
                 self.assertEqual(r.status, 504, r)
-                self.assertLess(waited, 10)
+                # The upstream side's timer cut it: counted and logged as a 504 for /upload.
+                harness.wait_until(
+                    lambda: proxy.metric("portico_upstream_errors_total", cluster="app",
+                                         kind="response_timeout") == errors + 1,
+                    what="the upstream timeout counted")
+                harness.wait_until(
+                    lambda: any('cluster app: response_timeout, answered 504; ' in line and
+                                'request: "POST /upload HTTP/1.1"' in line
+                                for line in proxy.read_log().splitlines()),
+                    what="the failure logged")
+                # The last piece went at the start of `waited`: send_timeout runs from there (it
+                # cannot fire sooner); response_timeout, were it running during the upload, would
+                # have fired RESPONSE_TIMEOUT after it (or after the head, sent just before).
+                self.assertGreater(waited, SEND_TIMEOUT - 0.2)
+                self.assertLess(waited, SEND_TIMEOUT + 4)
 
     def test_response_timeout_still_runs_after_the_upload(self):
         for protocol, proxy in self.delay_proxies.items():
