@@ -15,6 +15,7 @@
   X(CONNECT_TIMEOUT, connect_timeout)   /* 504 */                                                  \
   X(RESET, reset)                       /* closed or reset before the response was whole: 502 */   \
   X(RESPONSE_TIMEOUT, response_timeout) /* no response byte in time: 504 */                        \
+  X(SEND_TIMEOUT, send_timeout)         /* the request's body made no progress in time: 504 */     \
   X(PROTOCOL_ERROR, protocol_error)     /* not HTTP: 502 */                                        \
   /* the proxy is out of file descriptors or memory for a connection: 503, and the endpoint */     \
   /* is not held down (nothing is wrong with it) */                                                \

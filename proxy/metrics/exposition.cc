@@ -350,6 +350,7 @@ void append_server_metrics(std::vector<MetricFamily>& out,
                             "kind", kClientTimeoutKinds, &ServerStats::timeouts);
   for (auto [kind, error] : {std::pair{"upstream_connect", ErrorKind::CONNECT_TIMEOUT},
                              std::pair{"upstream_response", ErrorKind::RESPONSE_TIMEOUT},
+                             std::pair{"upstream_send", ErrorKind::SEND_TIMEOUT},
                              std::pair{"upstream_queue", ErrorKind::QUEUE_TIMEOUT}}) {
     uint64_t n = 0;
     for (const auto* s : shards)

@@ -18,7 +18,8 @@ constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
 int status_for(upstream::UpstreamError e) {
   switch (e) {
   case upstream::UpstreamError::CONNECT_TIMEOUT:
-  case upstream::UpstreamError::RESPONSE_TIMEOUT: return 504;
+  case upstream::UpstreamError::RESPONSE_TIMEOUT:
+  case upstream::UpstreamError::SEND_TIMEOUT: return 504;
   case upstream::UpstreamError::LOCAL_RESOURCES: return 503;
   default: return 502;
   }

@@ -365,7 +365,8 @@ void Http1UpstreamConnection::on_timer() {
       arm_timer(reading_paused_ ? c.response_timeout : left);
       return;
     }
-    fail(UpstreamError::RESPONSE_TIMEOUT);
+    fail(request_ == RequestPhase::SENT ? UpstreamError::RESPONSE_TIMEOUT
+                                        : UpstreamError::SEND_TIMEOUT);
     return;
   }
   case State::IDLE:
@@ -432,7 +433,7 @@ void Http1UpstreamConnection::fail(UpstreamError e, bool counted) {
   bool connect_failed = is_connect_failure(e);
   // A timeout is the application's slowness, not a lost request: never sent again.
   Delivery delivery = connect_failed ? Delivery::NOT_DELIVERED
-                      : response_ != ResponsePhase::AWAITING || e == UpstreamError::RESPONSE_TIMEOUT
+                      : response_ != ResponsePhase::AWAITING || is_timeout(e)
                           ? Delivery::ANSWERED
                           : Delivery::UNANSWERED;
   if (connect_failed && !counted)

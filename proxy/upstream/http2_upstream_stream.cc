@@ -215,10 +215,12 @@ void Http2UpstreamStream::on_timer() {
     return;
   }
   UpstreamStreamListener* c = client_;
-  conn_.pool_.metrics().errors.response_timeout().inc();
+  UpstreamError e =
+      request_ == Request::SENT ? UpstreamError::RESPONSE_TIMEOUT : UpstreamError::SEND_TIMEOUT;
+  conn_.pool_.metrics().errors[kind_of(e)].inc();
   release_client(true);
   if (c)
-    c->on_upstream_error(UpstreamError::RESPONSE_TIMEOUT, Delivery::ANSWERED);
+    c->on_upstream_error(e, Delivery::ANSWERED);
 }
 
 const char* to_string(Http2UpstreamStream::Request r) {

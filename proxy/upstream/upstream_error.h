@@ -27,6 +27,12 @@ inline const char* to_string(UpstreamError e) {
 PORTICO_UPSTREAM_FAILURES(PORTICO_UPSTREAM_SAME)
 #undef PORTICO_UPSTREAM_SAME
 
+// The application's slowness (an answer or an upload that stalled), not a lost request: never
+// sent again.
+inline bool is_timeout(UpstreamError e) {
+  return e == UpstreamError::RESPONSE_TIMEOUT || e == UpstreamError::SEND_TIMEOUT;
+}
+
 // The connection never came up: nothing of the request reached the upstream.
 inline bool is_connect_failure(UpstreamError e) {
   return e == UpstreamError::CONNECT_REFUSED || e == UpstreamError::CONNECT_TIMEOUT;

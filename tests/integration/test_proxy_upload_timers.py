@@ -2,9 +2,10 @@
 has been sent whole, so an upload longer than it is not a 504; while the body is on its way,
 send_timeout bounds the time without progress instead, so a client that stops sending is cut.
 
-Both timers are reported alike (the error log's "response_timeout, answered 504", the same
-portico_upstream_errors_total kind), so which one fired is told by when: send_timeout is set well
-apart from response_timeout, and a stalled upload's 504 must come at the former, not the latter.
+Each timer is reported by its name (the error log's "send_timeout, answered 504", its own
+portico_upstream_errors_total kind: both were reported as response_timeout before), and by
+when it fires: send_timeout is set well apart from response_timeout, and a stalled upload's 504
+must come at the former, not the latter.
 
 The client's pauses between pieces are the upload's shape (slower than response_timeout in
 total), not synchronisation."""
@@ -102,16 +103,16 @@ class UploadTimers(unittest.TestCase):
         for protocol, proxy in self.proxies.items():
             with self.subTest(upstream=protocol):
                 errors = proxy.metric("portico_upstream_errors_total", cluster="app",
-                                      kind="response_timeout")
+                                      kind="send_timeout")
                 r, waited = self.slow_h1_upload(proxy, 1, finish=False)
                 self.assertEqual(r.status, 504, r)
                 # The upstream side's timer cut it: counted and logged as a 504 for /upload.
                 harness.wait_until(
                     lambda: proxy.metric("portico_upstream_errors_total", cluster="app",
-                                         kind="response_timeout") == errors + 1,
+                                         kind="send_timeout") == errors + 1,
                     what="the upstream timeout counted")
                 harness.wait_until(
-                    lambda: any('cluster app: response_timeout, answered 504; ' in line and
+                    lambda: any('cluster app: send_timeout, answered 504; ' in line and
                                 'request: "POST /upload HTTP/1.1"' in line
                                 for line in proxy.read_log().splitlines()),
                     what="the failure logged")

@@ -244,6 +244,7 @@ TEST_F(ExpositionTest, ErrorsRetriesAndTimeouts) {
                 "portico_timeouts_total{kind=\"h2_stream_send\"} 0",
                 "portico_timeouts_total{kind=\"upstream_connect\"} 2",
                 "portico_timeouts_total{kind=\"upstream_response\"} 0",
+                "portico_timeouts_total{kind=\"upstream_send\"} 0",
                 "portico_timeouts_total{kind=\"upstream_queue\"} 1",
             }))
       << text;
