@@ -15,6 +15,7 @@ using std::unexpected;
 
 #else
 
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -54,6 +55,22 @@ public:
 
 private:
   std::variant<T, E> v_;
+};
+
+// expected<void, E>: success carries nothing, an error its E (a probe, a bind).
+template <typename E> class expected<void, E> {
+public:
+  expected() = default;
+  template <typename G> expected(unexpected<G> u) : e_(std::move(u).error()) {}
+
+  bool has_value() const { return !e_.has_value(); }
+  explicit operator bool() const { return has_value(); }
+  void operator*() const {}
+  E& error() & { return *e_; }
+  const E& error() const& { return *e_; }
+
+private:
+  std::optional<E> e_;
 };
 
 } // namespace portico::core
