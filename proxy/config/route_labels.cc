@@ -40,10 +40,9 @@ void label_routes(Reader& r, const std::vector<const toml::table*>& tables, Conf
     if (!rt.label.empty())
       continue;
     rt.label = match_label(rt);
-    if (!taken.insert(rt.label).second) {
+    // A name may be spelt as a twin's label ("*/#2"): that position is taken, so again.
+    while (!taken.insert(rt.label).second)
       rt.label += "#" + std::to_string(i + 1);
-      taken.insert(rt.label);
-    }
   }
 }
 

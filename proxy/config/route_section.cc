@@ -83,7 +83,10 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
   if (r.get_string(t, "path_regex", rt.path_regex, w)) {
     ++kinds;
     re2::RE2 re(rt.path_regex, re2::RE2::Quiet);
-    if (!re.ok())
+    if (rt.path_regex.empty()) // the router would take it for no regex: every path
+      r.error(t.get("path_regex")->source(), w + ": path_regex is empty (path_prefix = \"/\" "
+                                                 "matches every path)");
+    else if (!re.ok())
       r.error(t.get("path_regex")->source(), w + ": path_regex: " + re.error());
   }
   if (kinds > 1)

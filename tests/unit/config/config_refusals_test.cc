@@ -267,6 +267,8 @@ TEST(ConfigRefusals, RouteMatchesAndActions) {
   };
   refusal("path_prefix = \"/\"\npath_exact = \"/x\"\ncluster = \"a\"\n", "not several");
   refusal("path_regex = \"/(unclosed\"\ncluster = \"a\"\n", "path_regex: missing )");
+  // Found by the config fuzzer: an empty regex was taken, and matched every path.
+  refusal("path_regex = \"\"\ncluster = \"a\"\n", "path_regex is empty");
   refusal("path_exact = \"/x\"\nprefix_rewrite = \"/y\"\ncluster = \"a\"\n",
           "prefix_rewrite needs a path_prefix");
   refusal("redirect = { code = 305 }\n", "code is 301, 302, 303, 307 or 308");

@@ -47,6 +47,13 @@ TEST(RouteLabels, ATwinTakesItsPosition) {
             (std::vector<std::string>{"*/", "*/#2", "*=/x", "*=/x#4"}));
 }
 
+TEST(RouteLabels, APositionTakenByANameIsPassedOver) {
+  // Found by the config fuzzer: a name spelt as a twin's label gave two routes one label.
+  EXPECT_EQ(labels("[[route]]\ncluster = \"a\"\n[[route]]\ncluster = \"a\"\n"
+                   "[[route]]\nname = \"*/#2\"\ncluster = \"a\"\n"),
+            (std::vector<std::string>{"*/", "*/#2#2", "*/#2"}));
+}
+
 TEST(RouteLabels, TwoRoutesOfOneNameAreAnError) {
   std::vector<std::string> errors;
   EXPECT_FALSE(parse_config(head + "[[route]]\nname = \"api\"\ncluster = \"a\"\n"
