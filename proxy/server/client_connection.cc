@@ -4,6 +4,7 @@
 #include "core/proxy_protocol.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
+#include "server/plain_http_reply.h"
 #include "server/server_context.h"
 #include "tls/tls_session.h"
 
@@ -298,16 +299,7 @@ ssize_t ClientConnection::read_some(char* buf, size_t len) {
 }
 
 void ClientConnection::answer_plain_http() {
-  // nginx's answer, in clear text, the only thing this client can read. What it sent is read
-  // first: a close with unread bytes is a reset, which can destroy the answer in flight.
-  static constexpr std::string_view kAnswer =
-      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 46\r\n"
-      "Connection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n";
-  char sink[4096];
-  for (int i = 0; i < 16 && ::recv(fd_, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
-  }
-  [[maybe_unused]] ssize_t n = ::send(fd_, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL);
-  ::shutdown(fd_, SHUT_WR);
+  send_plain_http_reply(fd_);
   core::log::write(core::log::Level::INFO, core::log::Kind::TLS_HANDSHAKE,
                    "plain HTTP from %.*s on TLS listener %u: answered 400",
                    static_cast<int>(peer_len_), peer_, static_cast<unsigned>(listener_));
