@@ -22,11 +22,11 @@ void read_access_log_format(Reader& r, const toml::table& t, ListenerConfig& l,
       l.access_log_template = s;
     }
   }
+  if (l.access_log_format == AccessLogFormat::JSON)
+    return;
   std::string_view text = l.access_log_format == AccessLogFormat::CUSTOM     ? l.access_log_template
                           : l.access_log_format == AccessLogFormat::COMBINED ? kCombinedLogFormat
                                                                              : kTextLogFormat;
-  if (l.access_log_format == AccessLogFormat::JSON)
-    return;
   if (auto line = parse_log_format(text))
     l.access_log_line = std::move(*line);
   else

@@ -32,9 +32,14 @@ bool name_char(char c) {
 } // namespace
 
 std::string_view log_field_names() {
-  return "time, time_iso, client, protocol, method, host, path, upstream_path, request, status, "
-         "bytes_in, bytes_out, queue, connect, ttfb, total, upstream, retries, route, "
-         "user_agent, referer, http_NAME";
+  // From the table the parser reads, so that the list an error gives is never out of date.
+  static const std::string names = [] {
+    std::string out;
+    for (const Named& n : kFields)
+      out.append(n.name).append(", ");
+    return out + "http_NAME";
+  }();
+  return names;
 }
 
 core::expected<std::vector<LogPiece>, std::string> parse_log_format(std::string_view text) {

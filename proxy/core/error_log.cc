@@ -41,12 +41,12 @@ Limiter& limiter(Kind k, std::string_view subject) {
   uint64_t h = hash_of(subject);
   for (size_t i = 0; i < kProbes; ++i) {
     Limiter& l = slots[(h + i) % kSlots];
+    // A free slot is claimed (0 stays in owner when the claim succeeds); a failed claim
+    // leaves in owner who took it, the same subject from another thread being as good.
     uint64_t owner = l.subject.load(std::memory_order_relaxed);
-    if (owner == h)
-      return l;
-    if (owner == 0 && l.subject.compare_exchange_strong(owner, h, std::memory_order_relaxed))
-      return l;
-    if (owner == h) // another thread claimed it for the same subject
+    if (owner == 0)
+      l.subject.compare_exchange_strong(owner, h, std::memory_order_relaxed);
+    if (owner == 0 || owner == h)
       return l;
   }
   return slots[h % kSlots];

@@ -338,11 +338,11 @@ void Supervisor::begin_drain(const char* why) {
   if (draining_)
     return;
   log::write(log::Level::INFO, log::Kind::GENERAL, "%s", why);
-  if (!handed_over_)
+  if (!handed_over_) { // after an upgrade the sockets and systemd's attention are the new one's
     sd::notify("STOPPING=1\nSTATUS=draining: finishing in-flight requests");
-  draining_ = true;
-  if (!handed_over_)
     sockets_->stop_listening();
+  }
+  draining_ = true;
   if (admin_)
     admin_->set_draining(); // /readyz fails from now on
   for (auto& w : workers_)

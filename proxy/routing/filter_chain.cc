@@ -311,7 +311,7 @@ void FilterChain::check_response_level() {
 
 // ---- local replies and failures ----
 
-void FilterChain::respond(size_t i, const LocalReply& reply) {
+void FilterChain::respond(size_t i, const LocalReply& reply, const char* why) {
   if (closed_)
     return;
   if (response_begun_) {
@@ -319,7 +319,7 @@ void FilterChain::respond(size_t i, const LocalReply& reply) {
     return;
   }
   answered_ = true;
-  terminal_->chain_answered(reply.status, failing_);
+  terminal_->chain_answered(reply.status, why);
   if (!closed_)
     reply_from(i, reply, i + 1);
 }
@@ -338,9 +338,7 @@ void FilterChain::fail(size_t i, int status, const char* why) {
   char* body = static_cast<char*>(ex_->arena().allocate(reason.size() + 1));
   std::copy(reason.begin(), reason.end(), body);
   body[reason.size()] = '\n';
-  failing_ = why;
-  respond(i, LocalReply{status, "text/plain", {body, reason.size() + 1}, {}});
-  failing_ = nullptr;
+  respond(i, LocalReply{status, "text/plain", {body, reason.size() + 1}, {}}, why);
 }
 
 void FilterChain::reply_from(size_t below, LocalReply reply, size_t shapers) {

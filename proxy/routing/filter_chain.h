@@ -82,7 +82,8 @@ public:
   void pass_response_trailers(size_t i, std::span<const http::Header> trailers) {
     run_response_trailers(i, trailers);
   }
-  void respond(size_t i, const LocalReply& reply);
+  // why: a failure's reason (fail()'s reply), null for an answer.
+  void respond(size_t i, const LocalReply& reply, const char* why = nullptr);
   void fail(size_t i, int status, const char* why);
 
 private:
@@ -138,8 +139,7 @@ private:
   Terminal* terminal_ = nullptr;
   UpstreamOptions* options_ = nullptr;
   bool closed_ = false;
-  bool answered_ = false;         // a local reply or failure: the request side goes no further
-  const char* failing_ = nullptr; // during fail()'s reply: why, for the terminal
+  bool answered_ = false; // a local reply or failure: the request side goes no further
 
   // The request side: where its head waits (count_: passed every filter).
   uint8_t request_at_ = 0;
