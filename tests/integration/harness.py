@@ -38,6 +38,22 @@ def dead_endpoint(test):
     return f"127.0.0.1:{s.getsockname()[1]}"
 
 
+def tcp_sockets(local_port=None, remote_port=None):
+    """The IPv4 TCP sockets of /proc/net/tcp with that local or remote port: (state, tx_queue,
+    rx_queue) each, state as the kernel writes it ("01" established, "0A" listening). For a
+    listening socket rx_queue is the length of its accept queue."""
+    out = []
+    with open("/proc/net/tcp") as f:
+        for line in f.read().splitlines()[1:]:
+            fields = line.split()
+            local, remote = (int(a.split(":")[1], 16) for a in fields[1:3])
+            if local_port not in (None, local) or remote_port not in (None, remote):
+                continue
+            tx, rx = (int(q, 16) for q in fields[4].split(":"))
+            out.append((fields[3], tx, rx))
+    return out
+
+
 def wait_until(predicate, timeout=10.0, interval=0.01, what="condition"):
     """Polls predicate until it returns something truthy; fails the test after timeout."""
     deadline = time.monotonic() + timeout

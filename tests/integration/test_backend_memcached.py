@@ -137,14 +137,7 @@ class MemcachedStoreTest(unittest.TestCase):
 
 def unread_by(port):
     """Bytes waiting in the receive queues of port's accepted TCP connections (/proc/net/tcp)."""
-    total = 0
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            fields = line.split()
-            local, state, queues = fields[1], fields[3], fields[4]
-            if int(local.split(":")[1], 16) == port and state == "01":  # ESTABLISHED
-                total += int(queues.split(":")[1], 16)
-    return total
+    return sum(rx for state, _, rx in harness.tcp_sockets(local_port=port) if state == "01")
 
 
 class StalledMemcached(unittest.TestCase):

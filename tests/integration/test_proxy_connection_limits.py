@@ -29,22 +29,16 @@ def wait_clients(proxy, n):
                        what=f"{n} connections accepted")
 
 
-def tcp_rows(port):
-    with open("/proc/net/tcp") as f:
-        rows = [l.split() for l in f.read().splitlines()[1:]]
-    return [r for r in rows if r[1].endswith(f":{port:04X}")]
-
-
 def backlog(port):
-    """Connections waiting in the accept queue of the listening socket(s) on port: for a
-    listening socket /proc/net/tcp's rx_queue is that queue's length."""
-    return sum(int(r[4].split(":")[1], 16) for r in tcp_rows(port) if r[3] == "0A")
+    """Connections waiting in the accept queue of the listening socket(s) on port."""
+    return sum(rx for state, _, rx in harness.tcp_sockets(local_port=port) if state == "0A")
 
 
 def accepted(port):
     """The server's ends of established connections on port that the proxy took: those in
     the accept queue are established too."""
-    return sum(1 for r in tcp_rows(port) if r[3] == "01") - backlog(port)
+    return sum(1 for state, _, _ in harness.tcp_sockets(local_port=port)
+               if state == "01") - backlog(port)
 
 
 def unanswered_request(test, port, close=False):

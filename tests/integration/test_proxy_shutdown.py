@@ -79,11 +79,9 @@ class ProxyShutdown(unittest.TestCase):
             t.start()
         # Wait until the backend has the four requests (its workers hold them in their timers).
         def established_to_backend():
-            with open("/proc/net/tcp") as f:
-                # Both ends of each loopback connection are listed; count the proxy's side.
-                return sum(1 for l in f.read().splitlines()
-                           if l.split()[2].endswith(f":{backend.port:04X}") and
-                           l.split()[3] == "01")
+            # Both ends of each loopback connection are listed; count the proxy's side.
+            return sum(1 for state, _, _ in harness.tcp_sockets(remote_port=backend.port)
+                       if state == "01")
 
         harness.wait_until(lambda: established_to_backend() >= 4,
                            what="requests in flight at the backend")
