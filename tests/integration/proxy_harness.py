@@ -59,13 +59,11 @@ class Proxy:
             try:
                 self._start(endpoints, command_prefix, env, ignore_reports, binary, **options)
                 return
-            except AssertionError as e:
-                if "Address already in use" not in str(e) or attempt == 2:
-                    if hasattr(self, "process"):
-                        self.stop()
-                    raise
-                self.process.stop()
-            except BaseException:
+            except BaseException as e:
+                lost_race = isinstance(e, AssertionError) and "Address already in use" in str(e)
+                if lost_race and attempt < 2:
+                    self.process.stop()
+                    continue
                 if hasattr(self, "process"):
                     self.stop()
                 else:
