@@ -8,7 +8,7 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
                metrics::WorkerMetrics& metrics,
                const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs,
                FilterRegistry filters, core::DeferredQueue& deferred)
-    : cfg_(cfg), clusters_(std::move(clusters)), access_logs_(access_logs) {
+    : cfg_(cfg), clusters_(std::move(clusters)), access_logs_(access_logs), index_(cfg.routes) {
   fwd_.add_forwarded = cfg.server.add_forwarded;
   fwd_.trusted_proxies = cfg.server.trusted_proxies;
   fwd_.add_via = cfg.server.add_via;
@@ -24,8 +24,6 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
   routes_.resize(cfg.routes.size());
   for (size_t i = 0; i < cfg.routes.size(); ++i) {
     const auto& r = cfg.routes[i];
-    regexes_.push_back(
-        r.path_regex.empty() ? nullptr : std::make_unique<re2::RE2>(r.path_regex, re2::RE2::Quiet));
     Route& route = routes_[i];
     if (!r.cluster.empty())
       route.cluster = clusters_[r.cluster_index].get();
@@ -38,19 +36,6 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
 }
 
 Router::~Router() = default;
-
-bool Router::matches(const config::RouteConfig& r, const re2::RE2* regex,
-                     const server::Exchange& ex, std::string_view path) const {
-  if (!r.scheme.empty() && (r.scheme == "https") != ex.over_tls())
-    return false;
-  if (!host_matches(r.host, ex.request().authority))
-    return false;
-  if (!r.path_exact.empty())
-    return path == r.path_exact;
-  if (regex)
-    return re2::RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *regex);
-  return path.starts_with(r.path_prefix);
-}
 
 bool Router::host_matches(std::string_view pattern, std::string_view authority) {
   if (pattern.empty())
@@ -105,34 +90,33 @@ void Router::on_request(server::Exchange& ex) {
   const auto& req = ex.request();
   thread_local std::string normalized;
   std::string_view path = matching_path(req.path(), normalized);
-  for (size_t i = 0; i < cfg_.routes.size(); ++i) {
-    const auto& r = cfg_.routes[i];
-    if (!matches(r, regexes_[i].get(), ex, path))
-      continue;
-    // The header scans only where they can matter: a WebSocket route, or an extended CONNECT.
-    double tunnel = 0;
-    if (r.websocket) {
-      if (req.is_websocket_upgrade()) {
-        // A handshake has no body (RFC 6455 4.1); one sent anyway would reach the upstream
-        // as bytes after the head, where a server that declines the upgrade reads HTTP.
-        if (req.version != http::Version::HTTP_2 && req.has_body()) {
-          ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 400,
-                                  "a WebSocket handshake has no body\n");
-          return;
-        }
-        tunnel = r.upgrade_timeout;
-      }
-    } else if (!req.protocol.empty() && req.is_websocket_upgrade()) {
-      // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
-      // extended CONNECT has no such reading.
-      ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 501,
-                              "websocket is not enabled on this route\n");
-      return;
-    }
-    ProxiedExchange::start(ex, routes_[i], ctx_, log_for(ex), tunnel);
+  const uint32_t i = index_.find(ex.over_tls(), req.authority, path);
+  if (i == RouteIndex::kNone) {
+    ProxiedExchange::answer(ex, no_route_, ctx_, log_for(ex), 404, "no route\n");
     return;
   }
-  ProxiedExchange::answer(ex, no_route_, ctx_, log_for(ex), 404, "no route\n");
+  const auto& r = cfg_.routes[i];
+  // The header scans only where they can matter: a WebSocket route, or an extended CONNECT.
+  double tunnel = 0;
+  if (r.websocket) {
+    if (req.is_websocket_upgrade()) {
+      // A handshake has no body (RFC 6455 4.1); one sent anyway would reach the upstream
+      // as bytes after the head, where a server that declines the upgrade reads HTTP.
+      if (req.version != http::Version::HTTP_2 && req.has_body()) {
+        ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 400,
+                                "a WebSocket handshake has no body\n");
+        return;
+      }
+      tunnel = r.upgrade_timeout;
+    }
+  } else if (!req.protocol.empty() && req.is_websocket_upgrade()) {
+    // An HTTP/1.1 Upgrade is forwarded as a plain request (without its Upgrade); an
+    // extended CONNECT has no such reading.
+    ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 501,
+                            "websocket is not enabled on this route\n");
+    return;
+  }
+  ProxiedExchange::start(ex, routes_[i], ctx_, log_for(ex), tunnel);
 }
 
 } // namespace portico::routing

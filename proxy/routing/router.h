@@ -8,12 +8,12 @@
 #include "routing/filter_registry.h"
 #include "routing/proxied_exchange.h"
 #include "routing/route.h"
+#include "routing/route_index.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
 #include "upstream/request_writer.h"
 
 #include <memory>
-#include <re2/re2.h>
 #include <vector>
 
 namespace portico::routing {
@@ -44,8 +44,6 @@ public:
   ~Router() override;
 
 private:
-  bool matches(const config::RouteConfig& r, const re2::RE2* regex, const server::Exchange& ex,
-               std::string_view path) const;
   metrics::AccessLog* log_for(const server::Exchange& ex) const {
     return ex.listener_index() < access_logs_.size() ? access_logs_[ex.listener_index()].get()
                                                      : nullptr;
@@ -55,9 +53,9 @@ private:
   std::vector<std::shared_ptr<upstream::Cluster>> clusters_;
   const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs_;
   upstream::ForwardingOptions fwd_;
-  std::vector<std::unique_ptr<re2::RE2>> regexes_; // by route; null without path_regex
-  std::vector<Route> routes_;                      // by route
-  Route no_route_;                                 // for requests no route matched
+  RouteIndex index_;
+  std::vector<Route> routes_; // by route
+  Route no_route_;            // for requests no route matched
   RouterContext ctx_;
   uint32_t in_flight_ = 0;
 };
