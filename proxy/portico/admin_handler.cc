@@ -5,6 +5,7 @@
 #include "metrics/exposition.h"
 #include "metrics/live_groups.h"
 #include "portico/proxy_worker.h"
+#include "server/streamed_reply.h"
 
 #include <cstdlib>
 #include <unistd.h>
@@ -152,7 +153,8 @@ void AdminHandler::on_request(server::Exchange& ex) {
       servers.push_back(&w->server_stats());
     }
     std::string body = metrics::expose(*cfg_, shards, servers, now - started_at_);
-    ex.respond(200, "text/plain; version=0.0.4; charset=utf-8", body);
+    server::respond_streamed(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
+                             std::move(body));
   } else if (path == "/healthz") {
     ex.respond(200, "text/plain", "ok\n");
   } else if (path == "/readyz") {
@@ -161,13 +163,14 @@ void AdminHandler::on_request(server::Exchange& ex) {
     else
       ex.respond(200, "text/plain", "ready\n");
   } else if (path == "/status") {
-    ex.respond(200, "application/json", status_json(now));
+    server::respond_streamed(ex, 200, "application/json", status_json(now));
   } else if (path == "/" || path == "/dashboard") {
     ex.respond(200, "text/html; charset=utf-8", metrics::dashboard_page());
   } else if (path == "/stats.json") {
     std::string_view since = http::query_param(ex.request().query(), "since");
-    ex.respond(200, "application/json",
-               stats_json(now, std::strtoull(std::string(since).c_str(), nullptr, 10)));
+    server::respond_streamed(
+        ex, 200, "application/json",
+        stats_json(now, std::strtoull(std::string(since).c_str(), nullptr, 10)));
   } else {
     ex.respond(404, "text/plain",
                "not found: try /, /stats.json, /metrics, /healthz, /readyz, /status\n");
