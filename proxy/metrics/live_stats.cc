@@ -69,28 +69,44 @@ void LiveStats::record(double now, std::vector<LiveGroup> groups) {
     s.seq = ++seq_;
     s.time = now;
     s.seconds = now - last_time_;
-    s.groups.reserve(groups.size());
-    for (const LiveGroup& g : groups) {
-      auto before = std::find_if(last_.begin(), last_.end(), [&](const LiveGroup& l) {
-        return l.kind == g.kind && l.name == g.name;
-      });
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const LiveGroup& g = groups[i];
+      // The same configuration lists its groups in the same order: look there first, so a
+      // second's snapshot of many groups is not a search of each one.
+      const LiveGroup* before = i < last_.size() && last_[i].kind == g.kind &&
+                                        last_[i].name == g.name
+                                    ? &last_[i]
+                                    : nullptr;
+      if (!before) {
+        auto it = std::find_if(last_.begin(), last_.end(), [&](const LiveGroup& l) {
+          return l.kind == g.kind && l.name == g.name;
+        });
+        before = it == last_.end() ? nullptr : &*it;
+      }
       Delta d;
-      d.kind = g.kind;
-      d.name = g.name;
-      for (size_t c = 0; c < kLiveClasses; ++c)
-        d.requests[c] =
-            since(g.requests[c], before == last_.end() ? g.requests[c] : before->requests[c]);
+      bool moved = false;
+      for (size_t c = 0; c < kLiveClasses; ++c) {
+        d.requests[c] = since(g.requests[c], before ? before->requests[c] : g.requests[c]);
+        moved |= d.requests[c] != 0;
+      }
       d.latency.resize(g.latency.size());
       for (size_t p = 0; p < g.latency.size(); ++p) {
         const auto& now_b = g.latency[p];
         d.latency[p].resize(now_b.size());
         for (size_t b = 0; b < now_b.size(); ++b) {
           uint64_t was = now_b[b];
-          if (before != last_.end() && p < before->latency.size() && b < before->latency[p].size())
+          if (before && p < before->latency.size() && b < before->latency[p].size())
             was = before->latency[p][b];
           d.latency[p][b] = since(now_b[b], was);
+          moved |= d.latency[p][b] != 0;
         }
       }
+      // A sample holds only the groups that had traffic in its second: the history of ten
+      // thousand idle routes costs nothing, and a reader takes a missing group for zero.
+      if (!moved)
+        continue;
+      d.kind = g.kind;
+      d.name = g.name;
       s.groups.push_back(std::move(d));
     }
     if (ring_.size() < kSeconds) {

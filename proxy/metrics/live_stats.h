@@ -2,7 +2,7 @@
 // The last minutes of a server's traffic, a second at a time, for the admin dashboard and its
 // JSON (/stats.json). The admin thread takes a snapshot of the cumulative counters once a
 // second (the same relaxed loads as a /metrics scrape: the data path does nothing more for it)
-// and keeps each second's difference in a ring. A reader asks for what came after the last
+// and keeps each second's difference in a ring, for the groups that had any traffic in it. A reader asks for what came after the last
 // second it has (?since=SEQ), so a page polling every second moves one sample at a time.
 //
 // Groups are what the numbers are about: a route, a cluster, an app. Each has requests by
