@@ -73,10 +73,9 @@ void LiveStats::record(double now, std::vector<LiveGroup> groups) {
       const LiveGroup& g = groups[i];
       // The same configuration lists its groups in the same order: look there first, so a
       // second's snapshot of many groups is not a search of each one.
-      const LiveGroup* before = i < last_.size() && last_[i].kind == g.kind &&
-                                        last_[i].name == g.name
-                                    ? &last_[i]
-                                    : nullptr;
+      const LiveGroup* before =
+          i < last_.size() && last_[i].kind == g.kind && last_[i].name == g.name ? &last_[i]
+                                                                                 : nullptr;
       if (!before) {
         auto it = std::find_if(last_.begin(), last_.end(), [&](const LiveGroup& l) {
           return l.kind == g.kind && l.name == g.name;

@@ -2,8 +2,9 @@
 // The last minutes of a server's traffic, a second at a time, for the admin dashboard and its
 // JSON (/stats.json). The admin thread takes a snapshot of the cumulative counters once a
 // second (the same relaxed loads as a /metrics scrape: the data path does nothing more for it)
-// and keeps each second's difference in a ring, for the groups that had any traffic in it. A reader asks for what came after the last
-// second it has (?since=SEQ), so a page polling every second moves one sample at a time.
+// and keeps each second's difference in a ring, for the groups that had any traffic in it. A reader
+// asks for what came after the last second it has (?since=SEQ), so a page polling every second
+// moves one sample at a time.
 //
 // Groups are what the numbers are about: a route, a cluster, an app. Each has requests by
 // status class and latency histograms by phase ("total", "queue", ...), all with the server's

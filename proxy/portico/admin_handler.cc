@@ -153,8 +153,7 @@ void AdminHandler::on_request(server::Exchange& ex) {
       servers.push_back(&w->server_stats());
     }
     std::string body = metrics::expose(*cfg_, shards, servers, now - started_at_);
-    server::respond_streamed(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
-                             std::move(body));
+    server::respond_streamed(ex, 200, "text/plain; version=0.0.4; charset=utf-8", std::move(body));
   } else if (path == "/healthz") {
     ex.respond(200, "text/plain", "ok\n");
   } else if (path == "/readyz") {

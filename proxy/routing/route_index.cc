@@ -79,8 +79,8 @@ void RouteIndex::Bucket::find(bool over_tls, std::string_view path, uint32_t& be
   for (char c : path) {
     if (n->next.empty())
       break;
-    auto it = std::find_if(n->next.begin(), n->next.end(),
-                           [c](const auto& e) { return e.first == c; });
+    auto it =
+        std::find_if(n->next.begin(), n->next.end(), [c](const auto& e) { return e.first == c; });
     if (it == n->next.end())
       break;
     n = &trie[it->second];

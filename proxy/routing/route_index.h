@@ -38,7 +38,7 @@ private:
     void add(uint32_t route, const std::string& scheme);
   };
   struct Node {
-    First first;                                // routes whose prefix ends here
+    First first;                                 // routes whose prefix ends here
     std::vector<std::pair<char, uint32_t>> next; // child nodes by byte
   };
   struct Regex {

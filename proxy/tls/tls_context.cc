@@ -2,6 +2,7 @@
 
 #include "http/header.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -102,6 +103,11 @@ TlsContext::create(const config::TlsConfig& cfg) {
     auto c = t->new_ctx(cfg, s.certificate, s.private_key);
     if (!c)
       return core::unexpected(c.error());
+    for (const auto& name : s.server_names) {
+      std::string key = name.starts_with("*.") ? name.substr(1) : name;
+      std::transform(key.begin(), key.end(), key.begin(), http::ascii_lower);
+      (name.starts_with("*.") ? t->sni_wildcard_ : t->sni_exact_).emplace(key, t->sni_.size());
+    }
     t->sni_.push_back({s.server_names, *c});
   }
   // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.
@@ -129,14 +135,22 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (!name)
     return SSL_TLSEXT_ERR_OK; // no SNI: the default certificate
-  std::string_view n(name);
-  for (const auto& s : self->sni_)
-    for (const auto& p : s.names)
-      if (name_matches(p, n)) {
-        SSL_set_SSL_CTX(ssl, s.ctx);
-        return SSL_TLSEXT_ERR_OK;
-      }
+  if (size_t i = self->sni_for(name); i < self->sni_.size())
+    SSL_set_SSL_CTX(ssl, self->sni_[i].ctx);
   return SSL_TLSEXT_ERR_OK;
+}
+
+size_t TlsContext::sni_for(std::string_view name) const {
+  thread_local std::string key;
+  key.resize(name.size());
+  std::transform(name.begin(), name.end(), key.begin(), http::ascii_lower);
+  size_t best = SIZE_MAX;
+  if (auto it = sni_exact_.find(key); it != sni_exact_.end())
+    best = it->second;
+  if (size_t dot = key.find('.'); dot != std::string::npos && dot > 0)
+    if (auto it = sni_wildcard_.find(key.substr(dot)); it != sni_wildcard_.end())
+      best = std::min(best, it->second);
+  return best;
 }
 
 int TlsContext::alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <openssl/ssl.h>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace portico::tls {
@@ -47,8 +48,15 @@ private:
     std::vector<std::string> names;
     SSL_CTX* ctx;
   };
+  // The SNI context for a name: the first entry (lowest index into sni_) that names it
+  // exactly, or by "*." plus the name's part from its first dot, whichever comes first.
+  size_t sni_for(std::string_view name) const;
+
   SSL_CTX* ctx_ = nullptr;
   std::vector<Named> sni_;
+  // Lower-case name, and ".example.com" for "*.example.com", to their first entry: a
+  // handshake's lookup is two hashes whatever the number of certificates.
+  std::unordered_map<std::string, size_t> sni_exact_, sni_wildcard_;
   TicketKeys tickets_;
   std::string ocsp_; // the DER response stapled when a client asks, "" for none
 };

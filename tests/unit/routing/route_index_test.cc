@@ -22,9 +22,9 @@ uint32_t linear_find(const std::vector<config::RouteConfig>& routes,
     if (!Router::host_matches(r.host, authority))
       continue;
     bool match = !r.path_exact.empty() ? path == r.path_exact
-                 : regexes[i] ? re2::RE2::FullMatch(re2::StringPiece(path.data(), path.size()),
-                                                    *regexes[i])
-                              : path.starts_with(r.path_prefix);
+                 : regexes[i]
+                     ? re2::RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *regexes[i])
+                     : path.starts_with(r.path_prefix);
     if (match)
       return static_cast<uint32_t>(i);
   }
@@ -36,16 +36,18 @@ template <typename T> const T& pick(std::mt19937& rng, const std::vector<T>& v) 
 }
 
 const std::vector<std::string> kHostPatterns = {
-    "", "", "a.example", "A.Example", "b.a.example", "*.example", "*.a.example", "*.EXAMPLE",
-    "example", "*.", "[::1]", "x.y.z.example", "*.z.example"};
+    "",          "",        "a.example", "A.Example", "b.a.example",   "*.example",  "*.a.example",
+    "*.EXAMPLE", "example", "*.",        "[::1]",     "x.y.z.example", "*.z.example"};
 const std::vector<std::string> kAuthorities = {
-    "a.example", "A.EXAMPLE:8080", "b.a.example", "c.b.a.example", "example", "other",
-    "x.y.z.example", "z.example", "host.", ".example", "[::1]:443", "[::1]", "", "a.example."};
-const std::vector<std::string> kPaths = {"/",          "/a",      "/a/",    "/a/b",  "/ab",
-                                         "/api/v1/x", "/api",    "/apiary", "/b/c/d", "/ping",
-                                         "/v12/x",    "/static/x.css"};
-const std::vector<std::string> kPrefixes = {"/",    "/a",     "/a/", "/a/b", "/api",
-                                            "/api/", "/api/v1", "/b", "/ping", "/static/"};
+    "a.example", "A.EXAMPLE:8080", "b.a.example",   "c.b.a.example",
+    "example",   "other",          "x.y.z.example", "z.example",
+    "host.",     ".example",       "[::1]:443",     "[::1]",
+    "",          "a.example."};
+const std::vector<std::string> kPaths = {"/",      "/a",        "/a/",    "/a/b",
+                                         "/ab",    "/api/v1/x", "/api",   "/apiary",
+                                         "/b/c/d", "/ping",     "/v12/x", "/static/x.css"};
+const std::vector<std::string> kPrefixes = {"/",     "/a",      "/a/", "/a/b",  "/api",
+                                            "/api/", "/api/v1", "/b",  "/ping", "/static/"};
 const std::vector<std::string> kExacts = {"/", "/a", "/ping", "/api", "/a/b"};
 const std::vector<std::string> kRegexes = {"/v[0-9]+/.*", "/a.*", ".*", "/api/v[12]/x", "/(a|b)/?"};
 const std::vector<std::string> kSchemes = {"", "", "", "http", "https"};
@@ -79,8 +81,7 @@ TEST(RouteIndex, FindsWhatTheLinearScanFinds) {
         for (bool tls : {false, true}) {
           uint32_t want = linear_find(routes, regexes, tls, authority, path);
           ASSERT_EQ(index.find(tls, authority, path), want)
-              << "config " << config << ": " << (tls ? "https://" : "http://") << authority
-              << path;
+              << "config " << config << ": " << (tls ? "https://" : "http://") << authority << path;
           found += want != RouteIndex::kNone;
           ++checked;
         }
