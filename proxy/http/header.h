@@ -1,6 +1,7 @@
 #pragma once
 // Header fields as views: the bytes live in the exchange's arena or in a static table.
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace portico::http {
@@ -12,6 +13,13 @@ struct Header {
 
 inline char ascii_lower(char c) {
   return (c >= 'A' && c <= 'Z') ? char(c + 32) : c;
+}
+
+// s in ASCII lower case, into out (reused: no allocation once it is large enough).
+inline void assign_lower(std::string& out, std::string_view s) {
+  out.resize(s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    out[i] = ascii_lower(s[i]);
 }
 
 inline bool iequals(std::string_view a, std::string_view b) {

@@ -9,14 +9,9 @@ namespace portico::routing {
 
 namespace {
 
-void assign_lower(std::string& out, std::string_view s) {
-  out.resize(s.size());
-  std::transform(s.begin(), s.end(), out.begin(), http::ascii_lower);
-}
-
 std::string lower(std::string_view s) {
   std::string out;
-  assign_lower(out, s);
+  http::assign_lower(out, s);
   return out;
 }
 
@@ -102,7 +97,7 @@ uint32_t RouteIndex::find(bool over_tls, std::string_view authority, std::string
   uint32_t best = kNone;
   if (!hosts_.empty() || !wildcards_.empty()) {
     thread_local std::string host;
-    assign_lower(host, http::host_of(authority));
+    http::assign_lower(host, http::host_of(authority));
     if (auto it = hosts_.find(host); it != hosts_.end())
       it->second.find(over_tls, path, best);
     // "*.example.com" takes "a.example.com" and "a.b.example.com", never "example.com": each

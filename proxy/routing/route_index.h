@@ -7,13 +7,13 @@
 // index that matches: first match wins, exactly as the linear scan it replaces
 // (tests/unit/routing/route_index_test.cc holds the two side by side on random configs).
 #include "config/config.h"
+#include "core/string_map.h"
 
 #include <cstdint>
 #include <memory>
 #include <re2/re2.h>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace portico::routing {
@@ -46,11 +46,7 @@ private:
     First only; // the route's index under the schemes it takes, kNone under the other
     std::unique_ptr<re2::RE2> re;
   };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  template <typename V> using Map = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  template <typename V> using Map = core::StringMap<V>;
   struct Bucket {
     Map<First> exact;
     std::vector<Node> trie = std::vector<Node>(1); // [0] is the empty prefix

@@ -1,8 +1,5 @@
 #include "tls/tls_context.h"
 
-#include "http/header.h"
-
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -24,15 +21,6 @@ std::string openssl_error() {
 constexpr unsigned char kAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 } // namespace
-
-bool TlsContext::name_matches(std::string_view pattern, std::string_view name) {
-  if (pattern.starts_with("*.")) {
-    auto dot = name.find('.');
-    return dot != std::string_view::npos && dot > 0 &&
-           http::iequals(name.substr(dot), pattern.substr(1));
-  }
-  return http::iequals(pattern, name);
-}
 
 core::expected<SSL_CTX*, std::string>
 TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const std::string& key) {
@@ -103,18 +91,14 @@ TlsContext::create(const config::TlsConfig& cfg) {
     auto c = t->new_ctx(cfg, s.certificate, s.private_key);
     if (!c)
       return core::unexpected(c.error());
-    for (const auto& name : s.server_names) {
-      std::string key = name.starts_with("*.") ? name.substr(1) : name;
-      std::transform(key.begin(), key.end(), key.begin(), http::ascii_lower);
-      (name.starts_with("*.") ? t->sni_wildcard_ : t->sni_exact_).emplace(key, t->sni_.size());
-    }
-    t->sni_.push_back({s.server_names, *c});
+    for (const auto& name : s.server_names)
+      t->sni_names_.add(name, t->sni_.size());
+    t->sni_.push_back(*c);
   }
   // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.
   for (SSL_CTX* c : [&] {
          std::vector<SSL_CTX*> all{t->ctx_};
-         for (auto& n : t->sni_)
-           all.push_back(n.ctx);
+         all.insert(all.end(), t->sni_.begin(), t->sni_.end());
          return all;
        }()) {
     SSL_CTX_set_alpn_select_cb(c, alpn_select_cb, t.get());
@@ -125,8 +109,8 @@ TlsContext::create(const config::TlsConfig& cfg) {
 }
 
 TlsContext::~TlsContext() {
-  for (auto& n : sni_)
-    SSL_CTX_free(n.ctx);
+  for (SSL_CTX* c : sni_)
+    SSL_CTX_free(c);
   SSL_CTX_free(ctx_);
 }
 
@@ -135,22 +119,9 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (!name)
     return SSL_TLSEXT_ERR_OK; // no SNI: the default certificate
-  if (size_t i = self->sni_for(name); i < self->sni_.size())
-    SSL_set_SSL_CTX(ssl, self->sni_[i].ctx);
+  if (size_t i = self->sni_names_.find(name); i != SniNames::kNone)
+    SSL_set_SSL_CTX(ssl, self->sni_[i]);
   return SSL_TLSEXT_ERR_OK;
-}
-
-size_t TlsContext::sni_for(std::string_view name) const {
-  thread_local std::string key;
-  key.resize(name.size());
-  std::transform(name.begin(), name.end(), key.begin(), http::ascii_lower);
-  size_t best = SIZE_MAX;
-  if (auto it = sni_exact_.find(key); it != sni_exact_.end())
-    best = it->second;
-  if (size_t dot = key.find('.'); dot != std::string::npos && dot > 0)
-    if (auto it = sni_wildcard_.find(key.substr(dot)); it != sni_wildcard_.end())
-      best = std::min(best, it->second);
-  return best;
 }
 
 int TlsContext::alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen,

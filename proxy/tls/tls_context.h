@@ -4,13 +4,13 @@
 // resumption (stateless tickets, and a server-side cache). One context is shared by every
 // worker thread: OpenSSL contexts are safe to share once built.
 #include "config/config.h"
+#include "tls/sni_names.h"
 #include "tls/ticket_keys.h"
 
 #include "core/expected.h"
 #include <memory>
 #include <openssl/ssl.h>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace portico::tls {
@@ -32,9 +32,6 @@ public:
   // (everything else is Appendix A's blocklist).
   static bool h2_allows(const SSL_CIPHER* cipher);
 
-  // The SNI name against a certificate pattern: exact, or one leftmost label for "*.".
-  static bool name_matches(std::string_view pattern, std::string_view name);
-
 private:
   TlsContext() = default;
   static int servername_cb(SSL* ssl, int* alert, void* arg);
@@ -44,19 +41,9 @@ private:
   core::expected<SSL_CTX*, std::string> new_ctx(const config::TlsConfig& cfg,
                                                 const std::string& cert, const std::string& key);
 
-  struct Named {
-    std::vector<std::string> names;
-    SSL_CTX* ctx;
-  };
-  // The SNI context for a name: the first entry (lowest index into sni_) that names it
-  // exactly, or by "*." plus the name's part from its first dot, whichever comes first.
-  size_t sni_for(std::string_view name) const;
-
   SSL_CTX* ctx_ = nullptr;
-  std::vector<Named> sni_;
-  // Lower-case name, and ".example.com" for "*.example.com", to their first entry: a
-  // handshake's lookup is two hashes whatever the number of certificates.
-  std::unordered_map<std::string, size_t> sni_exact_, sni_wildcard_;
+  std::vector<SSL_CTX*> sni_; // one per [[...tls.sni]] entry, in order
+  SniNames sni_names_;        // to an index into sni_
   TicketKeys tickets_;
   std::string ocsp_; // the DER response stapled when a client asks, "" for none
 };
