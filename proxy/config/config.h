@@ -7,6 +7,7 @@
 #include "core/error_log.h"
 #include "core/listen_address.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -67,6 +68,10 @@ struct MetricsConfig {
   double bucket_min = 50e-6;
   double bucket_max = 60;
   int buckets_per_decade = 3;
+  // Past this many routes without a stat_name, those routes are counted per cluster
+  // (route="(cluster)") instead of one set of series each: a scrape stays small however many
+  // hosts the configuration carries. 0: always per cluster.
+  size_t route_series_limit = 1000;
 };
 
 // TLS to a cluster's endpoints (nginx's proxy_ssl_*, Envoy's UpstreamTlsContext).
@@ -143,6 +148,10 @@ struct RouteConfig {
   // "example.com~/v[0-9]+/.*"), unique (config/route_labels.cc).
   std::string name;
   std::string label;
+  // The series it is counted in (Config::route_stats): its own, the one of every route with
+  // the same stat_name (Envoy's stat_prefix), or its cluster's past route_series_limit.
+  std::string stat_name;
+  size_t stat_group = 0;
   // Matching, first match wins: host, then the path by exactly one of path_prefix,
   // path_exact and path_regex (RE2, the whole path), then the scheme ("http": cleartext
   // requests only, as for an edge's port-80 redirect; "https": TLS only; "" any).
@@ -215,6 +224,16 @@ struct LogConfig {
   std::string file; // "" = stderr
 };
 
+// One set of per-route series in /metrics and the live stats: a route, the routes sharing a
+// stat_name, or a cluster's routes past [metrics] route_series_limit.
+inline constexpr const char* kClusterStatLabel = "(cluster)";
+struct RouteStatGroup {
+  std::string label;              // the "route" label
+  std::string cluster;            // the "cluster" label; "" for redirects and direct answers
+  size_t cluster_index = SIZE_MAX; // SIZE_MAX: none
+  std::string name; // unique, for the live stats: the label, or "label@cluster" when shared
+};
+
 struct Config {
   std::string path;
   // Not errors, but worth saying (a private key every user can read): FILE:LINE:COL: warning.
@@ -226,6 +245,8 @@ struct Config {
   LogConfig log;
   std::vector<ClusterConfig> clusters;
   std::vector<RouteConfig> routes;
+  // The routes' series, then the one of requests no route matched ("none", "none").
+  std::vector<RouteStatGroup> route_stats;
 };
 
 } // namespace portico::config

@@ -1,5 +1,7 @@
 #include "config/config_diff.h"
 
+#include <unordered_map>
+
 namespace portico::config {
 
 std::vector<int> kept_clusters(const Config& old, const Config& next) {
@@ -15,27 +17,20 @@ std::vector<int> kept_clusters(const Config& old, const Config& next) {
 }
 
 std::vector<int> kept_routes(const Config& old, const Config& next) {
-  std::vector<int> kept(next.routes.size() + 1, -1);
+  std::vector<int> kept(next.route_stats.size(), -1);
   bool same_listeners = old.listeners.size() == next.listeners.size();
   for (size_t i = 0; same_listeners && i < old.listeners.size(); ++i)
     same_listeners = socket_key(old.listeners[i].address) == socket_key(next.listeners[i].address);
   if (!same_listeners)
     return kept;
-  std::vector<bool> taken(old.routes.size(), false); // one series never counts for two
-  for (size_t n = 0; n < next.routes.size(); ++n) {
-    const RouteConfig& r = next.routes[n];
-    for (size_t o = 0; o < old.routes.size(); ++o) {
-      const RouteConfig& was = old.routes[o];
-      if (!taken[o] && was.host == r.host && was.path_prefix == r.path_prefix &&
-          was.path_exact == r.path_exact && was.path_regex == r.path_regex &&
-          was.scheme == r.scheme && was.cluster == r.cluster) {
-        kept[n] = static_cast<int>(o);
-        taken[o] = true;
-        break;
-      }
-    }
-  }
-  kept.back() = static_cast<int>(old.routes.size());
+  // Labels are unique per cluster, so one series never counts for two.
+  std::unordered_map<std::string, int> was;
+  for (size_t o = 0; o < old.route_stats.size(); ++o)
+    was.emplace(old.route_stats[o].label + '\0' + old.route_stats[o].cluster, static_cast<int>(o));
+  for (size_t n = 0; n < next.route_stats.size(); ++n)
+    if (auto at = was.find(next.route_stats[n].label + '\0' + next.route_stats[n].cluster);
+        at != was.end())
+      kept[n] = at->second;
   return kept;
 }
 

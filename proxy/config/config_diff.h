@@ -12,9 +12,10 @@ namespace portico::config {
 // equal), whose pools and metrics a reload keeps; -1 for a new or changed cluster.
 std::vector<int> kept_clusters(const Config& old, const Config& next);
 
-// For each route of next, and then for the requests no route matches, the index of the same
-// one in old (same host, path prefix and cluster name), whose counters a reload keeps going;
-// -1 for a new one. All -1 when the listeners changed, since requests are counted by listener.
+// For each series group of next's routes (Config::route_stats, the unmatched requests' last),
+// the index of the one in old with the same route and cluster labels, whose counters a reload
+// keeps going; -1 for a new one. All -1 when the listeners changed, since requests are counted
+// by listener.
 std::vector<int> kept_routes(const Config& old, const Config& next);
 
 // Settings that shape the process itself (its threads, the admin socket, the histogram

@@ -20,6 +20,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c);
 // settings: the keys filters claim (config/route_settings.h).
 void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings);
 // After every route: each its label in /metrics and the logs (route_labels.cc), unique.
+// Then the series each is counted in (Config::route_stats).
 void label_routes(Reader& r, const std::vector<const toml::table*>& tables, Config& c);
 
 } // namespace portico::config

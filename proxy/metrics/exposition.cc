@@ -97,15 +97,6 @@ void append_process_metrics(std::vector<MetricFamily>& out, double start_time) {
   out.push_back(std::move(st));
 }
 
-} // namespace
-
-std::string route_label(const config::Config& cfg, size_t i) {
-  if (i >= cfg.routes.size())
-    return "none";
-  return cfg.routes[i].label;
-}
-
-namespace {
 
 // portico_requests_total, the request durations and body bytes, by route.
 void append_route_metrics(std::vector<MetricFamily>& out, const config::Config& cfg,
@@ -123,9 +114,9 @@ void append_route_metrics(std::vector<MetricFamily>& out, const config::Config& 
   auto bytes_out = family("portico_response_body_sent_bytes_total",
                           "Response body bytes sent to clients.", MetricType::Counter);
   size_t routes = shards.empty() ? 0 : shards.front()->route_count();
-  for (size_t r = 0; r < routes; ++r) {
-    std::string route = route_label(cfg, r);
-    std::string cluster = r < cfg.routes.size() ? cfg.routes[r].cluster : "none";
+  for (size_t r = 0; r < routes && r < cfg.route_stats.size(); ++r) {
+    const std::string& route = cfg.route_stats[r].label;
+    const std::string& cluster = cfg.route_stats[r].cluster;
     // Summed over the shards by (listener, protocol, code, answered_by); ordered for stable
     // output.
     std::map<std::tuple<uint16_t, uint8_t, int, uint8_t>, uint64_t> counts;

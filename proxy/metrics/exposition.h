@@ -13,8 +13,4 @@ namespace portico::metrics {
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
                    const std::vector<const ServerStats*>& servers, double uptime_seconds);
 
-// The label a route is known by (config::RouteConfig::label: its name or its match, unique),
-// or "none" for requests no route matched.
-std::string route_label(const config::Config& cfg, size_t route_index);
-
 } // namespace portico::metrics

@@ -1,6 +1,5 @@
 #include "metrics/live_groups.h"
 
-#include "metrics/exposition.h"
 
 namespace portico::metrics {
 
@@ -51,10 +50,11 @@ std::vector<LiveGroup> live_groups(const config::Config& cfg,
       return s.cluster(c).first_byte;
     });
   }
-  for (size_t r = 0; r < routes; ++r) {
+  for (size_t r = 0; r < routes && r < cfg.route_stats.size(); ++r) {
+    const config::RouteStatGroup& group = cfg.route_stats[r];
     LiveGroup g;
     g.kind = "route";
-    g.name = route_label(cfg, r);
+    g.name = group.name;
     for (const auto* s : shards)
       s->route(r).requests.for_each([&](uint16_t, Protocol, int code, AnsweredBy, uint64_t n) {
         g.requests[class_of(code)] += n;
@@ -62,11 +62,9 @@ std::vector<LiveGroup> live_groups(const config::Config& cfg,
     g.latency.resize(1);
     g.latency[TOTAL] = merged(
         shards, [r](const WorkerMetrics& s) -> const Histogram& { return s.route(r).duration; });
-    if (r < cfg.routes.size())
-      for (size_t c = 0; c < clusters && c < cfg.clusters.size(); ++c)
-        if (cfg.clusters[c].name == cfg.routes[r].cluster)
-          for (size_t k = 0; k < kLiveClasses; ++k)
-            by_cluster[c].requests[k] += g.requests[k];
+    if (group.cluster_index < clusters)
+      for (size_t k = 0; k < kLiveClasses; ++k)
+        by_cluster[group.cluster_index].requests[k] += g.requests[k];
     out.push_back(std::move(g));
   }
   for (LiveGroup& g : by_cluster)

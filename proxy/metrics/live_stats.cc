@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <unordered_map>
 
 namespace portico::metrics {
 
@@ -56,6 +57,69 @@ void append_requests(std::string& out, const auto& requests) {
   out.push_back('}');
 }
 
+uint32_t add_capped(uint32_t a, uint64_t b) {
+  return static_cast<uint32_t>(std::min<uint64_t>(uint64_t{a} + b, UINT32_MAX));
+}
+uint64_t add_capped(uint64_t a, uint64_t b) { return a + b; }
+
+template <typename G> uint64_t weight(const G& g) {
+  uint64_t n = 0;
+  for (auto v : g.requests)
+    n += v;
+  return n;
+}
+
+// Of each kind, the `keep` groups with the most requests stay, in their order; the rest become
+// one group named `others` after them, their requests and latency buckets summed.
+template <typename G> void fold_quietest(std::vector<G>& groups, size_t keep, const char* others) {
+  std::vector<std::string> kinds;
+  for (const G& g : groups)
+    if (std::find(kinds.begin(), kinds.end(), g.kind) == kinds.end())
+      kinds.push_back(g.kind);
+  std::vector<bool> kept(groups.size(), true);
+  std::vector<G> folded;
+  for (const std::string& kind : kinds) {
+    std::vector<size_t> of_kind;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (groups[i].kind == kind)
+        of_kind.push_back(i);
+    if (of_kind.size() <= keep)
+      continue;
+    // Busiest first; among equals the one listed first, so the choice is stable.
+    std::nth_element(of_kind.begin(), of_kind.begin() + static_cast<std::ptrdiff_t>(keep),
+                     of_kind.end(), [&](size_t a, size_t b) {
+                       uint64_t wa = weight(groups[a]), wb = weight(groups[b]);
+                       return wa != wb ? wa > wb : a < b;
+                     });
+    G sum;
+    sum.kind = kind;
+    sum.name = others;
+    for (size_t k = keep; k < of_kind.size(); ++k) {
+      G& g = groups[of_kind[k]];
+      kept[of_kind[k]] = false;
+      for (size_t c = 0; c < kLiveClasses; ++c)
+        sum.requests[c] = add_capped(sum.requests[c], g.requests[c]);
+      sum.latency.resize(std::max(sum.latency.size(), g.latency.size()));
+      for (size_t p = 0; p < g.latency.size(); ++p) {
+        auto& to = sum.latency[p];
+        to.resize(std::max(to.size(), g.latency[p].size()));
+        for (size_t b = 0; b < g.latency[p].size(); ++b)
+          to[b] = add_capped(to[b], g.latency[p][b]);
+      }
+    }
+    folded.push_back(std::move(sum));
+  }
+  if (folded.empty())
+    return;
+  size_t out = 0;
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (kept[i])
+      groups[out++] = std::move(groups[i]);
+  groups.resize(out);
+  for (G& g : folded)
+    groups.push_back(std::move(g));
+}
+
 } // namespace
 
 LiveStats::LiveStats(std::vector<std::string> phases, std::vector<double> bounds)
@@ -69,6 +133,7 @@ void LiveStats::record(double now, std::vector<LiveGroup> groups) {
     s.seq = ++seq_;
     s.time = now;
     s.seconds = now - last_time_;
+    std::unordered_map<std::string, const LiveGroup*> by_name;
     for (size_t i = 0; i < groups.size(); ++i) {
       const LiveGroup& g = groups[i];
       // The same configuration lists its groups in the same order: look there first, so a
@@ -76,11 +141,12 @@ void LiveStats::record(double now, std::vector<LiveGroup> groups) {
       const LiveGroup* before =
           i < last_.size() && last_[i].kind == g.kind && last_[i].name == g.name ? &last_[i]
                                                                                  : nullptr;
-      if (!before) {
-        auto it = std::find_if(last_.begin(), last_.end(), [&](const LiveGroup& l) {
-          return l.kind == g.kind && l.name == g.name;
-        });
-        before = it == last_.end() ? nullptr : &*it;
+      if (!before) { // a reload changed the list: by name, through a map made once
+        if (by_name.empty())
+          for (const LiveGroup& l : last_)
+            by_name.emplace(l.kind + '\0' + l.name, &l);
+        auto it = by_name.find(g.kind + '\0' + g.name);
+        before = it == by_name.end() ? nullptr : it->second;
       }
       Delta d;
       bool moved = false;
@@ -108,6 +174,7 @@ void LiveStats::record(double now, std::vector<LiveGroup> groups) {
       d.name = g.name;
       s.groups.push_back(std::move(d));
     }
+    fold_quietest(s.groups, kTopGroups, kOthers);
     if (ring_.size() < kSeconds) {
       ring_.push_back(std::move(s));
     } else {
@@ -159,12 +226,17 @@ void LiveStats::append_json(std::string& out, uint64_t since_seq) const {
     out += "]}";
   }
   out += "],\"totals\":[";
-  for (size_t g = 0; g < last_.size(); ++g) {
+  std::vector<LiveGroup> totals;
+  totals.reserve(last_.size());
+  for (const LiveGroup& g : last_)
+    totals.push_back({g.kind, g.name, g.requests, {}});
+  fold_quietest(totals, kTopGroups, kOthers);
+  for (size_t g = 0; g < totals.size(); ++g) {
     out += g ? ",{\"kind\":" : "{\"kind\":";
-    core::append_json_string(out, last_[g].kind);
+    core::append_json_string(out, totals[g].kind);
     out += ",\"name\":";
-    core::append_json_string(out, last_[g].name);
-    append_requests(out, last_[g].requests);
+    core::append_json_string(out, totals[g].name);
+    append_requests(out, totals[g].requests);
     out.push_back('}');
   }
   out.push_back(']');

@@ -9,7 +9,9 @@
 // Groups are what the numbers are about: a route, a cluster, an app. Each has requests by
 // status class and latency histograms by phase ("total", "queue", ...), all with the server's
 // one set of bucket bounds. A group that appears (a reload's new route) starts at zero; one
-// that goes stops being reported.
+// that goes stops being reported. Of each kind, a second's sample and the totals hold the
+// kTopGroups busiest groups and one "(others)" summing the rest, so that the ring and the
+// JSON stay bounded however many routes and clusters the configuration has.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -32,6 +34,8 @@ struct LiveGroup {
 class LiveStats {
 public:
   static constexpr size_t kSeconds = 300;
+  static constexpr size_t kTopGroups = 50;
+  static constexpr const char* kOthers = "(others)";
 
   // phases: the latency series' names, in the order LiveGroup::latency holds them; bounds:
   // the histograms' upper bounds in seconds (a bucket past the last one counts the rest).

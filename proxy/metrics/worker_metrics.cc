@@ -15,7 +15,7 @@ const char* to_string(Protocol p) {
 }
 
 WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds) {
-  for (size_t i = 0; i <= cfg.routes.size(); ++i)
+  for (size_t i = 0; i < cfg.route_stats.size(); ++i)
     routes_.push_back(std::make_shared<RouteMetrics>(bounds));
   for (size_t i = 0; i < cfg.clusters.size(); ++i)
     clusters_.push_back(std::make_shared<ClusterMetrics>(bounds, cfg.clusters[i].endpoints.size()));

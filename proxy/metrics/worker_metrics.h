@@ -87,14 +87,14 @@ EndpointTotals endpoint_totals(std::span<const WorkerMetrics* const> shards, siz
 class WorkerMetrics {
 public:
   WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds);
-  // After a reload: a kept cluster or route (kept_clusters[i], kept_routes[i] >= 0,
+  // After a reload: a kept cluster or route group (kept_clusters[i], kept_routes[i] >= 0,
   // config_diff.h) goes on counting where it did in previous, shared with the generation
   // whose exchanges are still under way (so none of theirs goes uncounted); the rest start
   // at zero.
   WorkerMetrics(const config::Config& cfg, const std::vector<double>* bounds,
                 const WorkerMetrics& previous, const std::vector<int>& kept_clusters,
                 const std::vector<int>& kept_routes);
-  // Routes in config order, then one for requests no route matched.
+  // The routes' series groups (config::Config::route_stats), the unmatched requests' last.
   RouteMetrics& route(size_t i) { return *routes_[i]; }
   ClusterMetrics& cluster(size_t i) { return *clusters_[i]; }
   size_t route_count() const { return routes_.size(); }

@@ -27,11 +27,11 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
     Route& route = routes_[i];
     if (!r.cluster.empty())
       route.cluster = clusters_[r.cluster_index].get();
-    route.metrics = &metrics.route(i);
+    route.metrics = &metrics.route(r.stat_group);
     route.label = r.label;
     add_filters(route, &r);
   }
-  no_route_.metrics = &metrics.route(cfg.routes.size());
+  no_route_.metrics = &metrics.route(cfg.route_stats.size() - 1);
   add_filters(no_route_, nullptr);
 }
 

@@ -1,6 +1,7 @@
-"""A proxy with 10,000 host routes: the last host is routed and an unknown one is not, a
-/metrics scrape of any size arrives whole and parses, and an idle minute does not grow RSS
-(the live-stats ring keeps only groups that had traffic)."""
+"""A proxy with 10,000 host routes: the last host is routed and an unknown one is not; by
+default the routes are counted per cluster, so /metrics stays under 2 MB; with a series per
+route a scrape of any size arrives whole and parses; an idle minute does not grow RSS (the
+live-stats ring keeps only groups that had traffic)."""
 import json
 import os
 import re
@@ -33,34 +34,54 @@ class ProxyScale(unittest.TestCase):
     def setUp(self):
         self.backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(self.backend.stop)
+        self.start_proxy("")
+
+    def start_proxy(self, extra_config):
         # Under ASan, freed blocks wait in a 256 MB quarantine before reuse, which an idle
         # process that frees what it allocates each second would show as growth.
         env = dict(os.environ)
         env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
                                                      "quarantine_size_mb=4"]))
         self.proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
-                           routes_first=routes_toml(ROUTES), catch_all=False, env=env)
+                           routes_first=routes_toml(ROUTES), catch_all=False, env=env,
+                           extra_config=extra_config)
         self.addCleanup(self.proxy.stop)
+
+    def scrape(self):
+        status, headers, body = get(self.proxy.admin_port, "/metrics")
+        self.assertEqual(status, 200)
+        self.assertEqual(len(body), int(headers["Content-Length"]))
+        text = body.decode()
+        self.assertTrue(text.endswith("\n"))
+        bad = [l for l in text.splitlines() if l and not l.startswith("#") and not SAMPLE.match(l)]
+        self.assertEqual(bad[:3], [])
+        return text
 
     def stats_seq(self):
         status, _, body = get(self.proxy.admin_port, "/stats.json")
         self.assertEqual(status, 200)
         return json.loads(body)["seq"]
 
-    def test_last_host_routed_and_scrape_whole(self):
-        status, _, body = get(self.proxy.port, "/hello", host=f"h{ROUTES - 1}.example")
+    def test_last_host_routed_and_counted_per_cluster(self):
+        status, body = get(self.proxy.port, "/hello", host=f"h{ROUTES - 1}.example")[::2]
         self.assertEqual((status, body), (200, b"hello world\n"))
         status, _, _ = get(self.proxy.port, "/hello", host=f"h{ROUTES}.example")
         self.assertEqual(status, 404)
-        status, headers, body = get(self.proxy.admin_port, "/metrics")
-        self.assertEqual(status, 200)
-        self.assertEqual(len(body), int(headers["Content-Length"]))
+        text = self.scrape()
+        # Past [metrics] route_series_limit (1,000): one set of series for the cluster's routes.
+        self.assertLess(len(text), 2 << 20)
+        self.assertEqual(harness.metric_sample(text, "portico_requests_total",
+                                               route="(cluster)", cluster="app", code="200"), 1)
+        self.assertNotIn(f'route="h{ROUTES - 1}.example/"', text)
+        self.assertIn("route_series_limit", self.proxy.process.read_log())
+
+    def test_a_series_per_route_scrapes_whole(self):
+        self.proxy.stop()
+        self.start_proxy("[metrics]\nroute_series_limit = 100000\n")
+        self.assertEqual(get(self.proxy.port, "/hello", host=f"h{ROUTES - 1}.example")[0], 200)
+        text = self.scrape()
         # Larger than the response buffer limit (4 MiB), which cut it before.
-        self.assertGreater(len(body), 4 << 20)
-        text = body.decode()
-        self.assertTrue(text.endswith("\n"))
-        bad = [l for l in text.splitlines() if l and not l.startswith("#") and not SAMPLE.match(l)]
-        self.assertEqual(bad[:3], [])
+        self.assertGreater(len(text), 4 << 20)
         self.assertEqual(harness.metric_sample(text, "portico_requests_total",
                                                route=f"h{ROUTES - 1}.example/", code="200"), 1)
 

@@ -87,10 +87,26 @@ protected:
 };
 
 TEST_F(ExpositionTest, RouteLabels) {
-  EXPECT_EQ(route_label(cfg_, 0), "example.com/api/");
-  EXPECT_EQ(route_label(cfg_, 1), "none");
+  ASSERT_EQ(cfg_.route_stats.size(), 2u);
+  EXPECT_EQ(cfg_.route_stats[0].label, "example.com/api/");
+  EXPECT_EQ(cfg_.route_stats[1].label, "none");
   config::Config any = load("[[route]]\ncluster = \"app\"\n");
-  EXPECT_EQ(route_label(any, 1), "*/");
+  EXPECT_EQ(any.route_stats[1].label, "*/");
+}
+
+TEST_F(ExpositionTest, RoutesPastTheSeriesLimitAreOneSeriesPerCluster) {
+  config::Config many = load("[metrics]\nroute_series_limit = 1\n"
+                             "[[route]]\nhost = \"x.example\"\ncluster = \"app\"\n");
+  WorkerMetrics w(many, &many.metrics.buckets);
+  ASSERT_EQ(w.route_count(), 2u); // both routes in one, then the unmatched requests'
+  w.route(0).requests.inc(0, Protocol::H1, 200, AnsweredBy::UPSTREAM);
+  std::string text = expose(many, {&w}, {&sa_}, 1);
+  EXPECT_EQ(lines_starting(text, "portico_requests_total"),
+            (std::vector<std::string>{"portico_requests_total{listener=\"127.0.0.1:8080\","
+                                      "protocol=\"h1\",route=\"(cluster)\",cluster=\"app\","
+                                      "code=\"200\",answered_by=\"upstream\"} 1"}))
+      << text;
+  EXPECT_EQ(lines_starting(text, "portico_request_duration_seconds_count").size(), 2u) << text;
 }
 
 TEST_F(ExpositionTest, RequestsOnlyForCombinationsThatHappened) {

@@ -93,6 +93,40 @@ TEST(LiveStats, IdleGroupsTakeNoRoomInTheRing) {
   EXPECT_EQ(named, 19u) << samples.substr(0, 400); // route r7 in each second after the first
 }
 
+TEST(LiveStats, TheBusiestGroupsOfEachKindAndTheRestSummed) {
+  // Ten thousand routes with traffic every second would keep ten thousand deltas a second.
+  LiveStats s({"total"}, {1.0});
+  auto snapshot = [](uint64_t t) {
+    std::vector<LiveGroup> g;
+    for (uint64_t i = 0; i < 1000; ++i)
+      g.push_back(group("route", "r" + std::to_string(i), t * (i + 1), 0, {t * (i + 1), 0}));
+    g.push_back(group("cluster", "app", t, 0, {t, 0}));
+    return g;
+  };
+  s.record(1, snapshot(1));
+  s.record(2, snapshot(2));
+  std::string j = json(s, 0);
+  std::string samples = j.substr(0, j.find("\"totals\":"));
+  std::string totals = j.substr(j.find("\"totals\":"));
+  for (const std::string& part : {samples, totals}) {
+    size_t routes = 0;
+    for (size_t at = part.find("\"kind\":\"route\""); at != std::string::npos;
+         at = part.find("\"kind\":\"route\"", at + 1))
+      ++routes;
+    EXPECT_EQ(routes, LiveStats::kTopGroups + 1) << part.substr(0, 300);
+    EXPECT_EQ(part.find("\"name\":\"r949\""), std::string::npos); // the 51st busiest
+    EXPECT_NE(part.find("\"name\":\"r950\""), std::string::npos); // the 50th
+    EXPECT_NE(part.find("\"kind\":\"cluster\",\"name\":\"app\""), std::string::npos);
+  }
+  // r0..r949 summed: 1 + 2 + ... + 950 in the second, and twice that in all.
+  EXPECT_NE(samples.find("\"name\":\"(others)\",\"requests\":{\"1xx\":0,\"2xx\":451725,"),
+            std::string::npos)
+      << samples.substr(samples.find("(others)") - 30, 200);
+  EXPECT_NE(samples.find("\"latency\":{\"total\":[451725,0]}"), std::string::npos);
+  EXPECT_NE(totals.find("\"name\":\"(others)\",\"requests\":{\"1xx\":0,\"2xx\":903450,"),
+            std::string::npos);
+}
+
 TEST(LiveStats, TheRingHoldsTheLastFiveMinutes) {
   LiveStats s({"total"}, {1.0});
   for (size_t i = 0; i <= LiveStats::kSeconds + 10; ++i)
