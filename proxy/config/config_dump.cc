@@ -110,7 +110,9 @@ std::string dump_config(const Config& c) {
                              {"resolvers", strings(s.resolvers)}}},
       {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
 
-  toml::table metrics{{"enabled", c.metrics.enabled}};
+  toml::table metrics{
+      {"enabled", c.metrics.enabled},
+      {"route_series_limit", static_cast<int64_t>(c.metrics.route_series_limit)}};
   if (!c.metrics.buckets.empty()) {
     toml::array b;
     for (double x : c.metrics.buckets)
@@ -192,6 +194,8 @@ std::string dump_config(const Config& c) {
       t.insert("cluster", r.cluster);
     if (!r.name.empty())
       t.insert("name", r.name);
+    if (!r.stat_name.empty())
+      t.insert("stat_name", r.stat_name);
     for (auto [key, value] :
          {std::pair{"path_prefix", &r.path_prefix}, std::pair{"path_exact", &r.path_exact},
           std::pair{"path_regex", &r.path_regex}, std::pair{"scheme", &r.scheme}})

@@ -98,6 +98,7 @@ class CommandLineTest(unittest.TestCase):
                                               "upgrade_timeout": 300})
         self.assertEqual(dumped["cluster"][0]["lb"], "least_request")
         self.assertEqual(dumped["admin"]["address"], "127.0.0.1:9901")
+        self.assertEqual(dumped["metrics"]["route_series_limit"], 1000)
         # Loaded again, it is the same configuration: the second dump matches the first.
         again = os.path.join(self.tmp, "dumped.toml")
         with open(again, "w") as f:
