@@ -70,11 +70,13 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     const std::string hw = cw + " health_check";
     HealthCheckConfig& hc = cl.health_check;
     hc.enabled = true;
-    r.only_keys(*ht, {"path", "host", "interval", "timeout", "healthy", "unhealthy", "expect"}, hw);
+    r.only_keys(*ht, {"path", "host", "interval", "jitter", "timeout", "healthy", "unhealthy", "expect"},
+                hw);
     if (r.get_string(*ht, "path", hc.path, hw) && (hc.path.empty() || hc.path[0] != '/'))
       r.error(ht->get("path")->source(), hw + ": path must start with '/'");
     r.get_string(*ht, "host", hc.host, hw);
     r.get_number(*ht, "interval", hc.interval, hw, 0.01, 86400);
+    r.get_number(*ht, "jitter", hc.jitter, hw, 0, 0.5);
     r.get_number(*ht, "timeout", hc.timeout, hw, 0.001, 3600);
     r.get_number(*ht, "healthy", hc.healthy, hw, 1, 100);
     r.get_number(*ht, "unhealthy", hc.unhealthy, hw, 1, 100);

@@ -91,6 +91,7 @@ struct HealthCheckConfig {
   std::string path = "/healthz";
   std::string host; // the Host / :authority sent; "" = the endpoint's
   double interval = 5;
+  double jitter = 0.1; // each wait is interval give or take this share of it
   double timeout = 2;
   int healthy = 2;   // successes in a row that make an unhealthy address healthy again
   int unhealthy = 3; // failures in a row that make a healthy address unhealthy

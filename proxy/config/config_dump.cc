@@ -176,6 +176,7 @@ std::string dump_config(const Config& c) {
       t.insert("health_check", toml::table{{"path", h.path},
                                            {"host", h.host},
                                            {"interval", h.interval},
+                                           {"jitter", h.jitter},
                                            {"timeout", h.timeout},
                                            {"healthy", h.healthy},
                                            {"unhealthy", h.unhealthy},

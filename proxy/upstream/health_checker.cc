@@ -5,6 +5,8 @@
 #include "upstream/upstream_error.h"
 #include "upstream/upstream_pool.h"
 
+#include <random>
+
 namespace portico::upstream {
 
 HealthChecker::HealthChecker(UpstreamPool& pool, const config::HealthCheckConfig& cfg)
@@ -32,15 +34,35 @@ HealthChecker::~HealthChecker() {
   ev_timer_stop(pool_.loop(), &timeout_);
 }
 
+namespace {
+
+// Uniform in [0, 1), per worker thread.
+double uniform() {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0, 1)(rng);
+}
+
+} // namespace
+
+// The first check somewhere in the first interval, and each wait after it the interval give
+// or take `jitter` of it: a thousand clusters' checks started by one configuration spread over
+// the interval and stay spread, instead of a thousand connects in one loop pass each time.
 void HealthChecker::start() {
   if (ev_is_active(&interval_))
     return;
-  ev_timer_set(&interval_, 0, cfg_.interval); // the first check at once
+  ev_timer_set(&interval_, uniform() * cfg_.interval, 0);
   ev_timer_start(pool_.loop(), &interval_);
 }
 
-void HealthChecker::interval_cb(struct ev_loop*, ev_timer* w, int) {
-  static_cast<HealthChecker*>(w->data)->check();
+double HealthChecker::next_wait() const {
+  return cfg_.interval * (1 + cfg_.jitter * (2 * uniform() - 1));
+}
+
+void HealthChecker::interval_cb(struct ev_loop* loop, ev_timer* w, int) {
+  auto* self = static_cast<HealthChecker*>(w->data);
+  ev_timer_set(w, self->next_wait(), 0);
+  ev_timer_start(loop, w);
+  self->check();
 }
 
 void HealthChecker::timeout_cb(struct ev_loop*, ev_timer* w, int) {

@@ -25,7 +25,7 @@ public:
   HealthChecker(const HealthChecker&) = delete;
   HealthChecker& operator=(const HealthChecker&) = delete;
 
-  // Checks from now on (the address is known).
+  // Checks from now on (the address is known), the first within one interval.
   void start();
   bool healthy() const { return healthy_; }
 
@@ -39,6 +39,7 @@ public:
 private:
   static void interval_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void timeout_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  double next_wait() const;
   void check();
   void finish(bool ok, const std::string& why);
   // Gives up the stream or the place in the queue of a check under way.

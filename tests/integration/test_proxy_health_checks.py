@@ -49,6 +49,21 @@ class HealthChecks(unittest.TestCase):
         self.assertIn("passes its health check again", p.read_log())
         self.assertEqual(self.seen(p), {"a", "b"})
 
+    def test_checks_spread_over_the_interval(self):
+        # Forty addresses whose first checks all fired in one loop pass before: with a thousand
+        # clusters, a thousand connects at once every interval.
+        o = NamedOrigin("o")
+        self.addCleanup(o.stop)
+        endpoints = ", ".join([f'"127.0.0.1:{o.port}"'] * 40)  # one pool and checker each
+        p = Proxy(["127.0.0.1:9"], workers=1, catch_all=False, routes_first="\n".join([
+            "[[cluster]]", 'name = "hc"', f"endpoints = [{endpoints}]",
+            'health_check = { path = "/healthz", interval = 2, jitter = 0 }', "",
+            "[[route]]", 'cluster = "hc"', ""]))
+        self.addCleanup(p.stop)
+        wait_until(lambda: len(o.checks) >= 40, timeout=30, what="every address checked once")
+        first = sorted(o.checks[:40])
+        self.assertGreater(first[-1] - first[0], 0.5, f"first checks within {first[-1] - first[0]} s")
+
     def test_h2c_cluster_checks_over_http2(self):
         backend = harness.Backend(workers=1, unix=True)
         self.addCleanup(backend.stop)
