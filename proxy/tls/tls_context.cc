@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 
 namespace portico::tls {
 
@@ -22,8 +23,7 @@ constexpr unsigned char kAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1',
 
 } // namespace
 
-core::expected<SSL_CTX*, std::string>
-TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const std::string& key) {
+core::expected<SSL_CTX*, std::string> TlsContext::new_ctx(const config::TlsConfig& cfg) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
     return core::unexpected("SSL_CTX_new: " + openssl_error());
@@ -44,14 +44,14 @@ TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const
   SSL_CTX_sess_set_cache_size(ctx, 20480);
   static const unsigned char kSessionContext[] = "portico";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
-    std::string why = cert + ": " + openssl_error();
+  if (SSL_CTX_use_certificate_chain_file(ctx, cfg.certificate.c_str()) != 1) {
+    std::string why = cfg.certificate + ": " + openssl_error();
     SSL_CTX_free(ctx);
     return core::unexpected(why);
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+  if (SSL_CTX_use_PrivateKey_file(ctx, cfg.private_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {
-    std::string why = key + ": " + openssl_error();
+    std::string why = cfg.private_key + ": " + openssl_error();
     SSL_CTX_free(ctx);
     return core::unexpected(why);
   }
@@ -61,6 +61,42 @@ TlsContext::new_ctx(const config::TlsConfig& cfg, const std::string& cert, const
     SSL_CTX_set_tlsext_status_arg(ctx, this);
   }
   return ctx;
+}
+
+core::expected<TlsContext::Identity, std::string> TlsContext::load(const std::string& cert,
+                                                                   const std::string& key) {
+  Identity id;
+  if (BIO* b = BIO_new_file(cert.c_str(), "r")) {
+    id.cert = PEM_read_bio_X509_AUX(b, nullptr, nullptr, nullptr);
+    id.chain = sk_X509_new_null();
+    while (X509* ca = PEM_read_bio_X509(b, nullptr, nullptr, nullptr))
+      sk_X509_push(id.chain, ca);
+    BIO_free(b);
+  }
+  ERR_clear_error(); // the end of the file, read as "no start line"
+  if (!id.cert) {
+    free(id);
+    return core::unexpected(cert + ": no PEM certificate");
+  }
+  if (BIO* b = BIO_new_file(key.c_str(), "r")) {
+    id.key = PEM_read_bio_PrivateKey(
+        b, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
+    BIO_free(b);
+  }
+  if (!id.key || X509_check_private_key(id.cert, id.key) != 1) {
+    std::string why = key + ": " + (id.key ? "not the key of " + cert : openssl_error());
+    ERR_clear_error();
+    free(id);
+    return core::unexpected(why);
+  }
+  return id;
+}
+
+void TlsContext::free(Identity& id) {
+  X509_free(id.cert);
+  sk_X509_pop_free(id.chain, X509_free);
+  EVP_PKEY_free(id.key);
+  id = {};
 }
 
 bool TlsContext::h2_allows(const SSL_CIPHER* c) {
@@ -83,34 +119,28 @@ TlsContext::create(const config::TlsConfig& cfg) {
     if (t->ocsp_.empty())
       return core::unexpected(cfg.ocsp_staple + ": empty OCSP response");
   }
-  auto made = t->new_ctx(cfg, cfg.certificate, cfg.private_key);
+  auto made = t->new_ctx(cfg);
   if (!made)
     return core::unexpected(made.error());
   t->ctx_ = *made;
+  t->default_cert_ = SSL_CTX_get0_certificate(t->ctx_);
   for (const auto& s : cfg.sni) {
-    auto c = t->new_ctx(cfg, s.certificate, s.private_key);
-    if (!c)
-      return core::unexpected(c.error());
+    auto id = load(s.certificate, s.private_key);
+    if (!id)
+      return core::unexpected(id.error());
     for (const auto& name : s.server_names)
       t->sni_names_.add(name, t->sni_.size());
-    t->sni_.push_back(*c);
+    t->sni_.push_back(*id);
   }
-  // Callbacks live on every context: after SNI switches contexts, ALPN is asked of the new one.
-  for (SSL_CTX* c : [&] {
-         std::vector<SSL_CTX*> all{t->ctx_};
-         all.insert(all.end(), t->sni_.begin(), t->sni_.end());
-         return all;
-       }()) {
-    SSL_CTX_set_alpn_select_cb(c, alpn_select_cb, t.get());
-    SSL_CTX_set_tlsext_servername_callback(c, servername_cb);
-    SSL_CTX_set_tlsext_servername_arg(c, t.get());
-  }
+  SSL_CTX_set_alpn_select_cb(t->ctx_, alpn_select_cb, t.get());
+  SSL_CTX_set_tlsext_servername_callback(t->ctx_, servername_cb);
+  SSL_CTX_set_tlsext_servername_arg(t->ctx_, t.get());
   return t;
 }
 
 TlsContext::~TlsContext() {
-  for (SSL_CTX* c : sni_)
-    SSL_CTX_free(c);
+  for (Identity& id : sni_)
+    free(id);
   SSL_CTX_free(ctx_);
 }
 
@@ -119,8 +149,16 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (!name)
     return SSL_TLSEXT_ERR_OK; // no SNI: the default certificate
-  if (size_t i = self->sni_names_.find(name); i != SniNames::kNone)
-    SSL_set_SSL_CTX(ssl, self->sni_[i]);
+  if (size_t i = self->sni_names_.find(name); i != SniNames::kNone) {
+    const Identity& id = self->sni_[i];
+    // Only this entry's: left beside it, a default of another key type (RSA beside ECDSA)
+    // could still be chosen. Up-references, no copies: handshakes share what was loaded.
+    SSL_certs_clear(ssl);
+    if (SSL_use_cert_and_key(ssl, id.cert, id.key, id.chain, 1) != 1) {
+      ERR_clear_error();
+      return SSL_TLSEXT_ERR_ALERT_FATAL;
+    }
+  }
   return SSL_TLSEXT_ERR_OK;
 }
 
@@ -139,7 +177,11 @@ int TlsContext::alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned cha
 }
 
 int TlsContext::ocsp_cb(SSL* ssl, void* arg) {
-  const std::string& der = static_cast<TlsContext*>(arg)->ocsp_;
+  auto* self = static_cast<TlsContext*>(arg);
+  // The response vouches for the default certificate alone.
+  if (SSL_get_certificate(ssl) != self->default_cert_)
+    return SSL_TLSEXT_ERR_NOACK;
+  const std::string& der = self->ocsp_;
   // OpenSSL takes ownership of the copy.
   auto* copy = static_cast<unsigned char*>(OPENSSL_malloc(der.size()));
   if (!copy)

@@ -171,13 +171,22 @@ class TlsPolicy(unittest.TestCase):
         sh("openssl", "ocsp", "-issuer", "ca.pem", "-cert", "leaf.pem", "-reqout", "req.der")
         sh("openssl", "ocsp", "-index", "index.txt", "-rsigner", "ca.pem", "-rkey", "ca.key",
            "-CA", "ca.pem", "-reqin", "req.der", "-respout", "resp.der", "-ndays", "1")
+        from proxy_harness import make_certificate
+        other, other_key = make_certificate(d, "other.example")
+        sni = (f'[{{ server_names = ["other.example"], certificate = "{other}", '
+               f'private_key = "{other_key}" }}]')
         p = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1, tls=True,
                   certificate=(os.path.join(d, "leaf.pem"), os.path.join(d, "leaf.key")),
-                  tls_options={"ocsp_staple": f'"{os.path.join(d, "resp.der")}"'})
+                  tls_options={"ocsp_staple": f'"{os.path.join(d, "resp.der")}"', "sni": sni})
         self.addCleanup(p.stop)
         out = s_client(p.tls_port, "-status").stdout.decode(errors="replace")
         self.assertIn("OCSP Response Status: successful", out)
         self.assertIn("Cert Status: good", out)
+        # The response is about the default certificate: never stapled to an SNI entry's.
+        out = s_client(p.tls_port, "-status", "-servername", "other.example").stdout.decode(
+            errors="replace")
+        self.assertIn("subject=CN = other.example", out)
+        self.assertIn("OCSP response: no response sent", out)
 
     def test_check_warns_of_a_world_readable_key_and_refuses_bad_ciphers(self):
         d = tempfile.mkdtemp(prefix="portico-tlscheck-")
