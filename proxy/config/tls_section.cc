@@ -1,5 +1,7 @@
 #include "config/sections.h"
 
+#include "core/pem_key.h"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -41,12 +43,7 @@ void check_key_pair(Reader& r, const toml::node* cert_at, const std::string& cer
     x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
     BIO_free(b);
   }
-  if (BIO* b = BIO_new_file(key.c_str(), "r")) {
-    // No passphrase callback: an encrypted key fails here rather than prompting.
-    k = PEM_read_bio_PrivateKey(
-        b, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
-    BIO_free(b);
-  }
+  k = core::read_pem_private_key(key); // an encrypted key fails rather than prompting
   ERR_clear_error();
   if (!x)
     r.error(cert_at->source(), "certificate '" + cert + "' holds no PEM certificate");

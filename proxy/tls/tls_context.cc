@@ -1,5 +1,7 @@
 #include "tls/tls_context.h"
 
+#include "core/pem_key.h"
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -78,13 +80,9 @@ core::expected<TlsContext::Identity, std::string> TlsContext::load(const std::st
     free(id);
     return core::unexpected(cert + ": no PEM certificate");
   }
-  if (BIO* b = BIO_new_file(key.c_str(), "r")) {
-    id.key = PEM_read_bio_PrivateKey(
-        b, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
-    BIO_free(b);
-  }
+  id.key = core::read_pem_private_key(key);
   if (!id.key || X509_check_private_key(id.cert, id.key) != 1) {
-    std::string why = key + ": " + (id.key ? "not the key of " + cert : openssl_error());
+    std::string why = key + ": " + (id.key ? "not the key of " + cert : "no PEM private key");
     ERR_clear_error();
     free(id);
     return core::unexpected(why);
