@@ -70,7 +70,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
     const std::string hw = cw + " health_check";
     HealthCheckConfig& hc = cl.health_check;
     hc.enabled = true;
-    r.only_keys(*ht, {"path", "host", "interval", "jitter", "timeout", "healthy", "unhealthy", "expect"},
+    r.only_keys(*ht,
+                {"path", "host", "interval", "jitter", "timeout", "healthy", "unhealthy", "expect"},
                 hw);
     if (r.get_string(*ht, "path", hc.path, hw) && (hc.path.empty() || hc.path[0] != '/'))
       r.error(ht->get("path")->source(), hw + ": path must start with '/'");

@@ -229,8 +229,8 @@ struct LogConfig {
 // stat_name, or a cluster's routes past [metrics] route_series_limit.
 inline constexpr const char* kClusterStatLabel = "(cluster)";
 struct RouteStatGroup {
-  std::string label;              // the "route" label
-  std::string cluster;            // the "cluster" label; "" for redirects and direct answers
+  std::string label;               // the "route" label
+  std::string cluster;             // the "cluster" label; "" for redirects and direct answers
   size_t cluster_index = SIZE_MAX; // SIZE_MAX: none
   std::string name; // unique, for the live stats: the label, or "label@cluster" when shared
 };

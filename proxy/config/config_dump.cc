@@ -110,9 +110,8 @@ std::string dump_config(const Config& c) {
                              {"resolvers", strings(s.resolvers)}}},
       {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
 
-  toml::table metrics{
-      {"enabled", c.metrics.enabled},
-      {"route_series_limit", static_cast<int64_t>(c.metrics.route_series_limit)}};
+  toml::table metrics{{"enabled", c.metrics.enabled},
+                      {"route_series_limit", static_cast<int64_t>(c.metrics.route_series_limit)}};
   if (!c.metrics.buckets.empty()) {
     toml::array b;
     for (double x : c.metrics.buckets)

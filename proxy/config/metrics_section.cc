@@ -9,8 +9,9 @@ namespace portico::config {
 // Leaves m.buckets holding the bounds the histograms use, listed or log-spaced.
 void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m) {
   const std::string w = "[metrics]";
-  r.only_keys(t, {"enabled", "buckets", "bucket_min", "bucket_max", "buckets_per_decade",
-                  "route_series_limit"},
+  r.only_keys(t,
+              {"enabled", "buckets", "bucket_min", "bucket_max", "buckets_per_decade",
+               "route_series_limit"},
               w);
   r.get_bool(t, "enabled", m.enabled, w);
   r.get_number(t, "route_series_limit", m.route_series_limit, w, 0, 1e9);

@@ -36,10 +36,12 @@ void group_route_stats(Reader& r, const std::vector<const toml::table*>& tables,
               "[[route]]: stat_name '" + s + "' is a route's label; a stat_name names a group");
   bool by_cluster = unnamed > c.metrics.route_series_limit;
   if (by_cluster && c.metrics.route_series_limit > 0)
-    r.warning(tables.front()->source(),
-              std::to_string(unnamed) + " routes without a stat_name, more than [metrics] "
-              "route_series_limit (" + std::to_string(c.metrics.route_series_limit) +
-              "): they are counted per cluster, as route=\"" + kClusterStatLabel + "\"");
+    r.warning(tables.front()->source(), std::to_string(unnamed) +
+                                            " routes without a stat_name, more than [metrics] "
+                                            "route_series_limit (" +
+                                            std::to_string(c.metrics.route_series_limit) +
+                                            "): they are counted per cluster, as route=\"" +
+                                            kClusterStatLabel + "\"");
   std::unordered_map<std::string, size_t> groups; // label '\0' cluster -> index
   c.route_stats.clear();
   for (RouteConfig& rt : c.routes) {
@@ -86,6 +88,5 @@ void label_routes(Reader& r, const std::vector<const toml::table*>& tables, Conf
   }
   group_route_stats(r, tables, c);
 }
-
 
 } // namespace portico::config

@@ -97,7 +97,6 @@ void append_process_metrics(std::vector<MetricFamily>& out, double start_time) {
   out.push_back(std::move(st));
 }
 
-
 // portico_requests_total, the request durations and body bytes, by route.
 void append_route_metrics(std::vector<MetricFamily>& out, const config::Config& cfg,
                           const std::vector<const WorkerMetrics*>& shards) {

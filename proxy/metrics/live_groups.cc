@@ -1,6 +1,5 @@
 #include "metrics/live_groups.h"
 
-
 namespace portico::metrics {
 
 namespace {

@@ -60,7 +60,9 @@ void append_requests(std::string& out, const auto& requests) {
 uint32_t add_capped(uint32_t a, uint64_t b) {
   return static_cast<uint32_t>(std::min<uint64_t>(uint64_t{a} + b, UINT32_MAX));
 }
-uint64_t add_capped(uint64_t a, uint64_t b) { return a + b; }
+uint64_t add_capped(uint64_t a, uint64_t b) {
+  return a + b;
+}
 
 template <typename G> uint64_t weight(const G& g) {
   uint64_t n = 0;

@@ -45,7 +45,7 @@ private:
 
   struct Identity {
     X509* cert = nullptr;
-    STACK_OF(X509)* chain = nullptr; // what follows the leaf in its file
+    STACK_OF(X509) * chain = nullptr; // what follows the leaf in its file
     EVP_PKEY* key = nullptr;
   };
   static core::expected<Identity, std::string> load(const std::string& cert,

@@ -46,12 +46,12 @@ TEST(RouteStats, BelowTheLimitEachRouteHasItsOwn) {
 }
 
 TEST(RouteStats, AStatNameGroupsRoutesPerCluster) {
-  Config c = load(hosts(2, "a", "stat_name = \"tenants\"\n") +
-                  hosts(1, "b", "stat_name = \"tenants\"\n") +
-                  "[[route]]\nname = \"api\"\ncluster = \"a\"\n");
+  Config c =
+      load(hosts(2, "a", "stat_name = \"tenants\"\n") + hosts(1, "b", "stat_name = \"tenants\"\n") +
+           "[[route]]\nname = \"api\"\ncluster = \"a\"\n");
   // One label on two clusters: the live stats tell them apart by name.
-  EXPECT_EQ(groups(c).first, (std::vector<std::string>{"tenants@a:a", "tenants@b:b", "api:a",
-                                                       "none:none"}));
+  EXPECT_EQ(groups(c).first,
+            (std::vector<std::string>{"tenants@a:a", "tenants@b:b", "api:a", "none:none"}));
   EXPECT_EQ(groups(c).second, (std::vector<size_t>{0, 0, 1, 2}));
   EXPECT_EQ(c.route_stats[0].label, "tenants");
   EXPECT_EQ(c.route_stats[1].cluster_index, 1u);
@@ -62,8 +62,8 @@ TEST(RouteStats, AStatNameGroupsRoutesPerCluster) {
 TEST(RouteStats, PastTheLimitRoutesWithoutAStatNameCountPerCluster) {
   Config c = load("[metrics]\nroute_series_limit = 2\n" + hosts(2, "a") + hosts(1, "b") +
                   hosts(1, "b", "stat_name = \"vip\"\n"));
-  EXPECT_EQ(groups(c).first, (std::vector<std::string>{"(cluster)@a:a", "(cluster)@b:b",
-                                                       "vip:b", "none:none"}));
+  EXPECT_EQ(groups(c).first,
+            (std::vector<std::string>{"(cluster)@a:a", "(cluster)@b:b", "vip:b", "none:none"}));
   EXPECT_EQ(groups(c).second, (std::vector<size_t>{0, 0, 1, 2}));
   EXPECT_EQ(c.route_stats[0].label, "(cluster)");
   ASSERT_EQ(c.warnings.size(), 1u);
@@ -83,15 +83,16 @@ TEST(RouteStats, PastTheLimitRoutesWithoutAStatNameCountPerCluster) {
 
 TEST(RouteStats, AStatNameSpeltAsARouteLabelIsAnError) {
   std::vector<std::string> errors;
-  EXPECT_FALSE(parse_config(head + "[[route]]\nname = \"api\"\ncluster = \"a\"\n"
-                                   "[[route]]\nhost = \"x\"\ncluster = \"a\"\nstat_name = \"api\"\n",
+  EXPECT_FALSE(parse_config(head +
+                                "[[route]]\nname = \"api\"\ncluster = \"a\"\n"
+                                "[[route]]\nhost = \"x\"\ncluster = \"a\"\nstat_name = \"api\"\n",
                             "t.toml", &errors));
   ASSERT_FALSE(errors.empty());
   EXPECT_EQ(errors[0].rfind("t.toml:15:13:", 0), 0u) << errors[0];
   EXPECT_NE(errors[0].find("stat_name 'api' is a route's label"), std::string::npos) << errors[0];
   errors.clear();
-  EXPECT_FALSE(parse_config(head + "[[route]]\ncluster = \"a\"\nstat_name = \"\"\n", "t.toml",
-                            &errors));
+  EXPECT_FALSE(
+      parse_config(head + "[[route]]\ncluster = \"a\"\nstat_name = \"\"\n", "t.toml", &errors));
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].find("stat_name is a non-empty string"), std::string::npos) << errors[0];
 }
