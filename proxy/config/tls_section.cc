@@ -1,6 +1,6 @@
 #include "config/sections.h"
 
-#include "core/pem_key.h"
+#include "core/pem_key_pair.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -37,26 +37,16 @@ void check_key_pair(Reader& r, const toml::node* cert_at, const std::string& cer
   // Unreadable files are reported already; a pair that cannot be opened is not judged.
   if (!cert_at || !key_at || ::access(cert.c_str(), R_OK) != 0 || ::access(key.c_str(), R_OK) != 0)
     return;
-  X509* x = nullptr;
-  EVP_PKEY* k = nullptr;
-  if (BIO* b = BIO_new_file(cert.c_str(), "r")) {
-    x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
-    BIO_free(b);
-  }
-  k = core::read_pem_private_key(key); // an encrypted key fails rather than prompting
-  ERR_clear_error();
-  if (!x)
+  core::PemKeyPair pair = core::read_pem_key_pair(cert, key);
+  if (!pair.cert)
     r.error(cert_at->source(), "certificate '" + cert + "' holds no PEM certificate");
-  if (!k)
+  if (!pair.key)
     r.error(key_at->source(), "private key '" + key +
                                   "' holds no PEM private key (or one encrypted with a "
                                   "passphrase: portico reads unencrypted keys)");
-  if (x && k && X509_check_private_key(x, k) != 1)
+  if (pair.cert && pair.key && !pair.matched)
     r.error(key_at->source(), "private key '" + key + "' is not the key of certificate '" + cert +
                                   "' (they come from different pairs)");
-  ERR_clear_error();
-  X509_free(x);
-  EVP_PKEY_free(k);
 }
 
 void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w) {

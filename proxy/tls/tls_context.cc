@@ -1,12 +1,11 @@
 #include "tls/tls_context.h"
 
-#include "core/pem_key.h"
+#include "core/pem_key_pair.h"
 
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 
 namespace portico::tls {
 
@@ -65,38 +64,6 @@ core::expected<SSL_CTX*, std::string> TlsContext::new_ctx(const config::TlsConfi
   return ctx;
 }
 
-core::expected<TlsContext::Identity, std::string> TlsContext::load(const std::string& cert,
-                                                                   const std::string& key) {
-  Identity id;
-  if (BIO* b = BIO_new_file(cert.c_str(), "r")) {
-    id.cert = PEM_read_bio_X509_AUX(b, nullptr, nullptr, nullptr);
-    id.chain = sk_X509_new_null();
-    while (X509* ca = PEM_read_bio_X509(b, nullptr, nullptr, nullptr))
-      sk_X509_push(id.chain, ca);
-    BIO_free(b);
-  }
-  ERR_clear_error(); // the end of the file, read as "no start line"
-  if (!id.cert) {
-    free(id);
-    return core::unexpected(cert + ": no PEM certificate");
-  }
-  id.key = core::read_pem_private_key(key);
-  if (!id.key || X509_check_private_key(id.cert, id.key) != 1) {
-    std::string why = key + ": " + (id.key ? "not the key of " + cert : "no PEM private key");
-    ERR_clear_error();
-    free(id);
-    return core::unexpected(why);
-  }
-  return id;
-}
-
-void TlsContext::free(Identity& id) {
-  X509_free(id.cert);
-  sk_X509_pop_free(id.chain, X509_free);
-  EVP_PKEY_free(id.key);
-  id = {};
-}
-
 bool TlsContext::h2_allows(const SSL_CIPHER* c) {
   if (!c)
     return false;
@@ -123,12 +90,15 @@ TlsContext::create(const config::TlsConfig& cfg) {
   t->ctx_ = *made;
   t->default_cert_ = SSL_CTX_get0_certificate(t->ctx_);
   for (const auto& s : cfg.sni) {
-    auto id = load(s.certificate, s.private_key);
-    if (!id)
-      return core::unexpected(id.error());
+    core::PemKeyPair id = core::read_pem_key_pair(s.certificate, s.private_key);
+    if (!id.cert)
+      return core::unexpected(s.certificate + ": no PEM certificate");
+    if (!id.matched)
+      return core::unexpected(s.private_key + ": " +
+                              (id.key ? "not the key of " + s.certificate : "no PEM private key"));
     for (const auto& name : s.server_names)
       t->sni_names_.add(name, t->sni_.size());
-    t->sni_.push_back(*id);
+    t->sni_.push_back(std::move(id));
   }
   SSL_CTX_set_alpn_select_cb(t->ctx_, alpn_select_cb, t.get());
   SSL_CTX_set_tlsext_servername_callback(t->ctx_, servername_cb);
@@ -137,8 +107,6 @@ TlsContext::create(const config::TlsConfig& cfg) {
 }
 
 TlsContext::~TlsContext() {
-  for (Identity& id : sni_)
-    free(id);
   SSL_CTX_free(ctx_);
 }
 
@@ -148,7 +116,7 @@ int TlsContext::servername_cb(SSL* ssl, int*, void* arg) {
   if (!name)
     return SSL_TLSEXT_ERR_OK; // no SNI: the default certificate
   if (size_t i = self->sni_names_.find(name); i != SniNames::kNone) {
-    const Identity& id = self->sni_[i];
+    const core::PemKeyPair& id = self->sni_[i];
     // Only this entry's: left beside it, a default of another key type (RSA beside ECDSA)
     // could still be chosen. Up-references, no copies: handshakes share what was loaded.
     SSL_certs_clear(ssl);

@@ -11,6 +11,7 @@
 #include "tls/ticket_keys.h"
 
 #include "core/expected.h"
+#include "core/pem_key_pair.h"
 #include <memory>
 #include <openssl/ssl.h>
 #include <string>
@@ -43,19 +44,10 @@ private:
   static int ocsp_cb(SSL* ssl, void* arg);
   core::expected<SSL_CTX*, std::string> new_ctx(const config::TlsConfig& cfg);
 
-  struct Identity {
-    X509* cert = nullptr;
-    STACK_OF(X509) * chain = nullptr; // what follows the leaf in its file
-    EVP_PKEY* key = nullptr;
-  };
-  static core::expected<Identity, std::string> load(const std::string& cert,
-                                                    const std::string& key);
-  static void free(Identity& id);
-
   SSL_CTX* ctx_ = nullptr;
-  X509* default_cert_ = nullptr; // the one ocsp_ is about (owned by ctx_)
-  std::vector<Identity> sni_;    // one per [[...tls.sni]] entry, in order
-  SniNames sni_names_;           // to an index into sni_
+  X509* default_cert_ = nullptr;      // the one ocsp_ is about (owned by ctx_)
+  std::vector<core::PemKeyPair> sni_; // one per [[...tls.sni]] entry, in order
+  SniNames sni_names_;                // to an index into sni_
   TicketKeys tickets_;
   std::string ocsp_; // the DER response stapled when a client asks, "" for none
 };

@@ -1,7 +1,7 @@
 // Keys through the one reused decoder: each kind of PEM key file, one after another (the
 // decoder is reused, so one read must not leak into the next), and an encrypted key refused
 // without asking for a passphrase.
-#include "core/pem_key.h"
+#include "core/pem_key_pair.h"
 
 #include <gtest/gtest.h>
 #include <openssl/pem.h>
