@@ -21,15 +21,13 @@ std::string match_label(const RouteConfig& rt) {
   return out;
 }
 
-// A stat_name is a label of its own: spelt as another route's label, two kinds of series
-// would share one label set.
-void group_route_stats(Reader& r, const std::vector<const toml::table*>& tables, Config& c) {
-  std::unordered_set<std::string> labels;
+// A stat_name is a label of its own: spelt as another route's label (one of `labels`, every
+// route's), two kinds of series would share one label set.
+void group_route_stats(Reader& r, const std::vector<const toml::table*>& tables,
+                       const std::unordered_set<std::string>& labels, Config& c) {
   size_t unnamed = 0;
-  for (const RouteConfig& rt : c.routes) {
-    labels.insert(rt.label);
+  for (const RouteConfig& rt : c.routes)
     unnamed += rt.stat_name.empty();
-  }
   for (size_t i = 0; i < c.routes.size(); ++i)
     if (const std::string& s = c.routes[i].stat_name; !s.empty() && labels.count(s))
       r.error(tables[i]->get("stat_name")->source(),
@@ -86,7 +84,7 @@ void label_routes(Reader& r, const std::vector<const toml::table*>& tables, Conf
     while (!taken.insert(rt.label).second)
       rt.label += "#" + std::to_string(i + 1);
   }
-  group_route_stats(r, tables, c);
+  group_route_stats(r, tables, taken, c);
 }
 
 } // namespace portico::config
