@@ -57,6 +57,7 @@ private:
   void on_worker_progress();
   void reopen_logs();
   void reopen_error_log();
+  void give_back_freed_memory();
   // HUP: the new generation handed to every worker, or what is wrong.
   void reload();
   core::expected<void, std::string> start_generation();

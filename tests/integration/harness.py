@@ -67,6 +67,14 @@ def tcp_sockets(local_port=None, remote_port=None):
     return out
 
 
+def sanitized_build():
+    """Whether the build under test is the ASan+UBSan one, whose allocator (redzones, a
+    quarantine, no trimming) makes memory figures its own."""
+    cache = os.path.join(os.environ["PORTICO_BUILD_DIR"], "CMakeCache.txt")
+    with open(cache) as f:
+        return re.search(r"^PORTICO_SANITIZE:BOOL=(ON|TRUE|1)$", f.read(), re.M) is not None
+
+
 def wait_until(predicate, timeout=10.0, interval=0.01, what="condition"):
     """Polls predicate until it returns something truthy; fails the test after timeout."""
     deadline = time.monotonic() + timeout
