@@ -124,9 +124,6 @@ core::expected<int, std::string> open_tcp(const ListenAddress& a, int backlog,
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (res->ai_family == AF_INET6)
     ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  // Accept only once the request's first bytes are there: one wakeup fewer per connection.
-  int defer = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
   if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
     std::string why = errno_text("bind " + a.text);
     ::close(fd);
