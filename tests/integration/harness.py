@@ -5,7 +5,9 @@ temporary directory), is waited for by connecting to it (never by sleeping), and
 its PID when the test ends.
 """
 import contextlib
+import fcntl
 import os
+import random
 import re
 import shutil
 import signal
@@ -22,11 +24,45 @@ BACKEND = os.path.join(BUILD_DIR, "backend", "portico-backend")
 PYTHON = "/usr/bin/python3"  # python3-h2 imports only here
 
 
+# Ports are picked below the kernel's ephemeral range, which every connect() and bind-to-0 of
+# every test beside this one draws from (a pick from that range was taken by a client's
+# source port before the server bound it), and each is reserved across the suite's processes
+# by a lock held until this process exits. bench/lib/servers.py picks from 20000 up.
+PORT_RANGE = (12000, 20000)
+_PORT_LOCKS = os.path.join(tempfile.gettempdir(), "portico-test-ports")
+_held_ports = {}
+_port_rng = random.Random()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP and UDP port on 127.0.0.1 nobody listens on, reserved for this process."""
+    os.makedirs(_PORT_LOCKS, exist_ok=True)
+    for _ in range(2000):
+        port = _port_rng.randrange(*PORT_RANGE)
+        if port in _held_ports:
+            continue
+        lock = os.open(os.path.join(_PORT_LOCKS, str(port)), os.O_WRONLY | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            continue
+        if _bindable(port):
+            _held_ports[port] = lock
+            return port
+        os.close(lock)
+    raise AssertionError(f"no free port in {PORT_RANGE}")
+
+
+def _bindable(port):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
 
 
 def dead_endpoint(test):

@@ -3,6 +3,8 @@ suites judge backlogs and accepted connections by it (test_proxy_connection_limi
 when a read of /proc/net/tcp counted 53 accepted connections of 52)."""
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -54,6 +56,34 @@ class SocketCounts(unittest.TestCase):
                     s.close()
         wrong = [c for c in counts if c != (80, 40)]
         self.assertEqual(wrong, [], f"{len(wrong)} of {len(counts)} reads wrong")
+
+
+class FreePorts(unittest.TestCase):
+    """CI failed when a backend's admin port, picked by binding port 0 and closing, was taken
+    before the backend bound it: the kernel hands the same ephemeral range to every connect()
+    of the tests running beside it."""
+
+    def test_a_picked_port_is_not_one_the_kernel_hands_out(self):
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = map(int, f.read().split())
+        ports = [harness.free_port() for _ in range(50)]
+        self.assertEqual([p for p in ports if low <= p <= high], [])
+
+    def test_processes_picking_at_once_never_share_a_port(self):
+        code = ("import sys; sys.path.insert(0, %r); import harness\n"
+                "print(' '.join(str(harness.free_port()) for _ in range(200)), flush=True)\n"
+                "sys.stdin.read()" % harness.__file__.rsplit("/", 1)[0])
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(4)]
+        try:  # each holds its ports until its stdin closes, as a test holds them while it runs
+            picks = [p.stdout.readline().split() for p in procs]
+        finally:
+            for p in procs:
+                p.stdin.close()
+                p.wait()
+        every = [port for ports in picks for port in ports]
+        self.assertEqual(len(every), 800)
+        self.assertEqual(len(set(every)), 800)
 
 
 if __name__ == "__main__":
