@@ -21,12 +21,21 @@ struct Block {
 
 class BlockPool {
 public:
+  // Free blocks kept through any trim: 16 MiB per thread, warm for the next burst.
+  static constexpr size_t kWarmFloor = 1024;
+
   // The calling thread's pool. Blocks must be returned on the thread that took them.
   static BlockPool& local();
 
   Block* get();
   void put(Block* b);
+  // Gives back to the allocator the free blocks that no get reached since the last trim (the
+  // fewest the free list held in between), down to kWarmFloor; returns how many. Called on a
+  // timer of the owning thread's loop.
+  size_t trim();
   size_t free_count() const { return free_count_; }
+  // Blocks taken from the allocator so far: how often the free list could not serve.
+  uint64_t allocations() const { return allocations_; }
   // Blocks handed out and not yet returned: the thread's buffered bytes, in blocks.
   int64_t in_use() const { return in_use_; }
   // Where to publish in_use() for other threads to read (a worker's stats), or null.
@@ -35,9 +44,10 @@ public:
   ~BlockPool();
 
 private:
-  // 16 MiB per thread kept warm at most: enough for steady load, and a burst's peak is
-  // handed back to the allocator rather than held for ever.
-  static constexpr size_t kMaxFree = 1024;
+  // Every returned block is kept: a loop pass through thousands of busy connections takes
+  // thousands of blocks before the flushes at its end give them back, and a fixed cap on the
+  // free list sent that turnover through malloc on every pass. What stays idle for a whole
+  // trim interval is what a burst left; trim() hands that back.
   void count(int64_t by) {
     in_use_ += by;
     if (gauge_)
@@ -45,6 +55,8 @@ private:
   }
   Block* free_ = nullptr;
   size_t free_count_ = 0;
+  size_t idle_ = 0; // the fewest free blocks since the last trim: none of these was needed
+  uint64_t allocations_ = 0;
   int64_t in_use_ = 0;
   std::atomic<int64_t>* gauge_ = nullptr;
 };
