@@ -12,7 +12,7 @@ PACKAGES="
   node-llhttp libgtest-dev libgmock-dev
   nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
-  libre2-dev
+  libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
   util-linux iproute2 gnuplot-nox
 "

@@ -36,6 +36,8 @@ public:
   size_t free_count() const { return free_count_; }
   // Blocks taken from the allocator so far: how often the free list could not serve.
   uint64_t allocations() const { return allocations_; }
+  // Memory in use beside the blocks (a compressor's state), in blocks: counted as they are.
+  void charge(int64_t blocks) { count(blocks); }
   // Blocks handed out and not yet returned: the thread's buffered bytes, in blocks.
   int64_t in_use() const { return in_use_; }
   // Where to publish in_use() for other threads to read (a worker's stats), or null.

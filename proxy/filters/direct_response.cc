@@ -19,7 +19,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_direct_response(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_direct_response(const config::RouteConfig* r,
+                                                             metrics::WorkerMetrics&) {
   return r && r->has_direct_response ? factory_for<DirectResponse>(*r) : nullptr;
 }
 

@@ -3,6 +3,7 @@
 // sees every local reply, whichever filter made it.
 #include "config/config.h"
 #include "filters/deadline.h"
+#include "filters/route_factory.h"
 #include "routing/grpc_status.h"
 
 #include <charconv>
@@ -53,7 +54,8 @@ class GrpcFactory final : public routing::FilterFactory {
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_grpc(const config::RouteConfig*) {
+std::unique_ptr<routing::FilterFactory> make_grpc(const config::RouteConfig*,
+                                                  metrics::WorkerMetrics&) {
   return std::make_unique<GrpcFactory>();
 }
 

@@ -28,7 +28,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_prefix_rewrite(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_prefix_rewrite(const config::RouteConfig* r,
+                                                            metrics::WorkerMetrics&) {
   return r && r->has_prefix_rewrite ? factory_for<PrefixRewrite>(*r) : nullptr;
 }
 

@@ -34,7 +34,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_redirect(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_redirect(const config::RouteConfig* r,
+                                                      metrics::WorkerMetrics&) {
   return r && r->has_redirect ? factory_for<Redirect>(*r) : nullptr;
 }
 

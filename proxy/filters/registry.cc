@@ -1,14 +1,16 @@
 // The filters, in the order a request passes them (its response passes them backwards). A new
-// filter is a file in this folder defining make_NAME(const config::RouteConfig*), and its line
-// here: X(NAME, BUILT_IN) when it reads built-in [[route]] keys only, X(NAME, OWN_KEY) when its
-// file also defines `const config::RouteSettingsReader settings_NAME` for a key of its own
-// (config/route_settings.h). Where it goes: before the filters whose answers it must see (gRPC
-// is first, to map every local reply), after those whose edits it must see.
+// filter is a file in this folder defining make_NAME(const config::RouteConfig*,
+// metrics::WorkerMetrics&), and its line here: X(NAME, BUILT_IN) when it reads built-in
+// [[route]] keys only, X(NAME, OWN_KEY) when its folder also defines `const
+// config::RouteSettingsReader settings_NAME` for a key of its own (config/route_settings.h).
+// Where it goes: before the filters whose answers it must see (gRPC early, to map every local
+// reply; compression first, to compress what leaves), after those whose edits it must see.
 #include "filters/registry.h"
 
 namespace portico::filters {
 
 #define PORTICO_FILTERS(X)                                                                         \
+  X(compress, OWN_KEY)          /* compress: last to see a response, it compresses what leaves */  \
   X(grpc, BUILT_IN)             /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */     \
   X(route_timeout, BUILT_IN)    /* timeout: a deadline for the whole response */                   \
   X(retry_overrides, BUILT_IN)  /* retry_on_reset, retry_non_idempotent */                         \
@@ -25,7 +27,8 @@ namespace portico::filters {
 #define PORTICO_SETTINGS_OWN_KEY(name) &settings_##name
 
 #define PORTICO_DECLARE(name, keys)                                                                \
-  std::unique_ptr<routing::FilterFactory> make_##name(const config::RouteConfig* route);           \
+  std::unique_ptr<routing::FilterFactory> make_##name(const config::RouteConfig* route,            \
+                                                      metrics::WorkerMetrics& metrics);            \
   PORTICO_SETTINGS_DECL_##keys(name)
 PORTICO_FILTERS(PORTICO_DECLARE)
 

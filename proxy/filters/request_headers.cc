@@ -20,7 +20,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_request_headers(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_request_headers(const config::RouteConfig* r,
+                                                             metrics::WorkerMetrics&) {
   return r && (!r->request_headers_add.empty() || !r->request_headers_remove.empty())
              ? factory_for<RequestHeaders>(*r)
              : nullptr;

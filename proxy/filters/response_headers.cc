@@ -23,7 +23,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_response_headers(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_response_headers(const config::RouteConfig* r,
+                                                              metrics::WorkerMetrics&) {
   return r && (!r->response_headers_add.empty() || !r->response_headers_remove.empty())
              ? factory_for<ResponseHeaders>(*r)
              : nullptr;

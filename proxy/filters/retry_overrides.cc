@@ -20,7 +20,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_retry_overrides(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_retry_overrides(const config::RouteConfig* r,
+                                                             metrics::WorkerMetrics&) {
   return r && (r->retry_on_reset >= 0 || r->retry_non_idempotent >= 0)
              ? factory_for<RetryOverrides>(*r)
              : nullptr;

@@ -6,6 +6,10 @@
 
 #include <memory>
 
+namespace portico::metrics {
+class WorkerMetrics; // what each make_NAME is given (filters/registry.cc)
+}
+
 namespace portico::filters {
 
 template <typename F> class RouteFactory final : public routing::FilterFactory {

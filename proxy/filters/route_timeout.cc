@@ -20,7 +20,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<routing::FilterFactory> make_route_timeout(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_route_timeout(const config::RouteConfig* r,
+                                                           metrics::WorkerMetrics&) {
   return r && r->timeout > 0 ? factory_for<RouteTimeout>(*r) : nullptr;
 }
 

@@ -358,8 +358,8 @@ void append_server_metrics(std::vector<MetricFamily>& out,
   out.push_back(std::move(goaways));
 
   auto buffers = family("portico_buffer_bytes",
-                        "Memory in I/O buffers (request and response bytes on their way), all "
-                        "worker threads together.",
+                        "Memory in I/O buffers (request and response bytes on their way) and "
+                        "compressors, all worker threads together.",
                         MetricType::Gauge);
   auto aborts = family("portico_buffer_limit_exceeded_total",
                        "Responses cut because one connection or stream held more than "
@@ -426,6 +426,36 @@ void append_identity(std::vector<MetricFamily>& out, double uptime_seconds) {
   out.push_back(std::move(info));
 }
 
+// The compress filter's responses and bytes, by coding.
+void append_compression_metrics(std::vector<MetricFamily>& out,
+                                const std::vector<const WorkerMetrics*>& shards) {
+  auto by_encoding = [&](MetricFamily& f,
+                         const Counter(CompressionMetrics::*member)[kEncodingCount],
+                         std::vector<ClientMetric::Label> extra) {
+    for (size_t e = 0; e < kEncodingCount; ++e) {
+      uint64_t n = 0;
+      for (const auto* s : shards)
+        n += (s->compression().*member)[e].get();
+      ClientMetric m;
+      m.label = {{"encoding", kEncodings[e]}};
+      m.label.insert(m.label.end(), extra.begin(), extra.end());
+      m.counter.value = static_cast<double>(n);
+      f.metric.push_back(std::move(m));
+    }
+  };
+  auto responses =
+      family("portico_compressed_responses_total",
+             "Responses the proxy compressed, by content coding.", MetricType::Counter);
+  by_encoding(responses, &CompressionMetrics::responses, {});
+  auto bytes = family("portico_compression_bytes_total",
+                      "Body bytes of compressed responses: in, before compression; out, after.",
+                      MetricType::Counter);
+  by_encoding(bytes, &CompressionMetrics::bytes_in, {{"direction", "in"}});
+  by_encoding(bytes, &CompressionMetrics::bytes_out, {{"direction", "out"}});
+  out.push_back(std::move(responses));
+  out.push_back(std::move(bytes));
+}
+
 } // namespace
 
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
@@ -434,6 +464,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   append_route_metrics(out, cfg, shards);
   append_cluster_metrics(out, cfg, shards);
   append_endpoint_metrics(out, cfg, shards);
+  append_compression_metrics(out, shards);
   append_server_metrics(out, shards, servers);
   append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);

@@ -71,6 +71,15 @@ struct ClusterMetrics {
   std::vector<EndpointGauges> endpoints; // in configuration order
 };
 
+// Responses compressed by the compress filter, and their body bytes before and after, by
+// coding (compression::Encoding's order: gzip, br, zstd).
+inline constexpr const char* kEncodings[] = {"gzip", "br", "zstd"};
+inline constexpr size_t kEncodingCount = std::size(kEncodings);
+struct CompressionMetrics {
+  Counter responses[kEncodingCount];
+  Counter bytes_in[kEncodingCount], bytes_out[kEncodingCount];
+};
+
 class WorkerMetrics;
 
 // One endpoint's pool gauges summed over every worker's shard, for /status and /metrics alike.
@@ -101,8 +110,12 @@ public:
   size_t cluster_count() const { return clusters_.size(); }
   const RouteMetrics& route(size_t i) const { return *routes_[i]; }
   const ClusterMetrics& cluster(size_t i) const { return *clusters_[i]; }
+  // Kept across reloads: they depend on no part of the configuration.
+  CompressionMetrics& compression() { return *compression_; }
+  const CompressionMetrics& compression() const { return *compression_; }
 
 private:
+  std::shared_ptr<CompressionMetrics> compression_ = std::make_shared<CompressionMetrics>();
   std::vector<std::shared_ptr<RouteMetrics>> routes_;
   std::vector<std::shared_ptr<ClusterMetrics>> clusters_;
 };

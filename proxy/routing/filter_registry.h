@@ -2,6 +2,7 @@
 // The filters a Router may put on a route, in their run order: filters/registry.cc lists them.
 // The router asks each for a factory per route; routing/ knows none of them by name.
 #include "config/config.h"
+#include "metrics/worker_metrics.h"
 #include "routing/filter.h"
 
 #include <memory>
@@ -17,8 +18,9 @@ namespace portico::routing {
 struct FilterKind {
   std::string_view name;
   // A factory for this route (null: the route does not use the filter), or for requests no
-  // route matched (route null).
-  std::unique_ptr<FilterFactory> (*make)(const config::RouteConfig* route);
+  // route matched (route null); metrics is the worker's shard, for a filter that counts.
+  std::unique_ptr<FilterFactory> (*make)(const config::RouteConfig* route,
+                                         metrics::WorkerMetrics& metrics);
   // The [[route]] key the filter claims for its own settings, with its reader; null for a
   // filter that reads built-in keys only.
   const config::RouteSettingsReader* settings = nullptr;

@@ -16,7 +16,7 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
   ctx_ = {&fwd_, &deferred, &in_flight_};
   auto add_filters = [&](Route& route, const config::RouteConfig* r) {
     for (const auto& kind : filters)
-      if (auto factory = kind.make(r)) {
+      if (auto factory = kind.make(r, metrics)) {
         route.http1_filters |= !factory->http2_only();
         route.filters.push_back(std::move(factory));
       }

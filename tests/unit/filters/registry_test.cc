@@ -1,5 +1,6 @@
-// The filter registry: every filter listed once, gRPC first (it must see every local reply),
-// and a route pays only for the filters its configuration uses.
+// The filter registry: every filter listed once, compression first (it compresses what leaves),
+// gRPC next (it must see every local reply), and a route pays only for the filters its
+// configuration uses.
 #include "filters/registry.h"
 
 #include <gtest/gtest.h>
@@ -9,20 +10,27 @@
 namespace portico::filters {
 namespace {
 
+metrics::WorkerMetrics& shard() {
+  static const config::Config cfg;
+  static metrics::WorkerMetrics m(cfg, nullptr);
+  return m;
+}
+
 std::vector<std::string> made_for(const config::RouteConfig* r) {
   std::vector<std::string> names;
   for (const auto& kind : registry())
-    if (kind.make(r))
+    if (kind.make(r, shard()))
       names.emplace_back(kind.name);
   return names;
 }
 
-TEST(FilterRegistry, EachFilterOnceGrpcFirst) {
+TEST(FilterRegistry, EachFilterOnceCompressionThenGrpcFirst) {
   std::set<std::string_view> seen;
   for (const auto& kind : registry())
     EXPECT_TRUE(seen.insert(kind.name).second) << kind.name;
-  ASSERT_FALSE(registry().empty());
-  EXPECT_EQ(registry().front().name, "grpc");
+  ASSERT_GE(registry().size(), 2u);
+  EXPECT_EQ(registry()[0].name, "compress");
+  EXPECT_EQ(registry()[1].name, "grpc");
 }
 
 TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
@@ -39,14 +47,14 @@ TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
 }
 
 TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
-  auto grpc = registry().front().make(nullptr);
+  auto grpc = registry()[1].make(nullptr, shard());
   ASSERT_TRUE(grpc);
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;
   r.has_redirect = true;
   for (const auto& kind : registry()) {
     if (kind.name == "redirect") {
-      EXPECT_FALSE(kind.make(&r)->http2_only());
+      EXPECT_FALSE(kind.make(&r, shard())->http2_only());
     }
   }
 }

@@ -22,7 +22,8 @@ public:
   explicit Stamp(const config::RouteConfig&) {}
 };
 
-std::unique_ptr<routing::FilterFactory> make_stamp(const config::RouteConfig* r) {
+std::unique_ptr<routing::FilterFactory> make_stamp(const config::RouteConfig* r,
+                                                   metrics::WorkerMetrics&) {
   return r && r->settings_for<StampSettings>("stamp") ? factory_for<Stamp>(*r) : nullptr;
 }
 
@@ -76,9 +77,10 @@ TEST(RouteSettings, TheClaimingFiltersReaderFillsTheRoute) {
   EXPECT_EQ(s->value, "x");
   EXPECT_EQ(c->routes[1].settings_for<StampSettings>("stamp"), nullptr);
   // The factory is made for the route that has the key only.
-  EXPECT_TRUE(kKinds[0].make(&c->routes[0]));
-  EXPECT_FALSE(kKinds[0].make(&c->routes[1]));
-  EXPECT_FALSE(kKinds[0].make(nullptr));
+  metrics::WorkerMetrics shard(*c, nullptr);
+  EXPECT_TRUE(kKinds[0].make(&c->routes[0], shard));
+  EXPECT_FALSE(kKinds[0].make(&c->routes[1], shard));
+  EXPECT_FALSE(kKinds[0].make(nullptr, shard));
 }
 
 TEST(RouteSettings, ABadValueIsReportedWhereItIs) {
