@@ -6,7 +6,7 @@
 #include "delay_app.h"
 #include "echo_app.h"
 #include "request_meter.h"
-#include "static_files.h"
+#include "server/static_files.h"
 
 #include <charconv>
 #include <string>

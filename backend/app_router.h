@@ -16,10 +16,14 @@
 #include <cstdint>
 #include <functional>
 
+namespace portico::server {
+class StaticFiles;
+}
+
 namespace portico::backend {
 
 class RequestMeter;
-class StaticFiles;
+using server::StaticFiles;
 
 class AppRouter final : public server::RequestHandler {
 public:

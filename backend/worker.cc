@@ -6,8 +6,8 @@
 #include "server/accept_share.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
+#include "server/static_files.h"
 #include "shm_counter_table.h"
-#include "static_files.h"
 
 #include <csignal>
 #include <cstdio>

@@ -41,7 +41,7 @@ if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
   step "fuzz: libFuzzer (clang), bounded time"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPORTICO_FUZZ=ON
   ninja -C build-fuzz -j "$JOBS" fuzzers # the fuzz targets only: the rest is built twice above
-  ctest --test-dir build-fuzz -L fuzz
+  ctest --test-dir build-fuzz -j "$JOBS" -L fuzz # each fuzzer is one thread
 fi
 
 step "all passed"

@@ -1,9 +1,9 @@
-#include "static_files.h"
+#include "server/static_files.h"
 
-#include "conditional_request.h"
-#include "content_types.h"
 #include "core/deferred_queue.h"
 #include "core/http_date.h"
+#include "server/conditional_request.h"
+#include "server/content_types.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace portico::backend {
+namespace portico::server {
 
 namespace {
 
@@ -41,8 +41,8 @@ std::string_view error_body(int status) {
 }
 
 // A short text/plain answer, with one more header when asked (Allow, Location). Returns status.
-int respond_text(server::Exchange& ex, int status, std::string_view body,
-                 std::string_view name = {}, std::string_view value = {}) {
+int respond_text(Exchange& ex, int status, std::string_view body, std::string_view name = {},
+                 std::string_view value = {}) {
   http::ResponseHead head;
   head.status = status;
   head.content_length = static_cast<int64_t>(body.size());
@@ -56,7 +56,7 @@ int respond_text(server::Exchange& ex, int status, std::string_view body,
   return status;
 }
 
-int respond_error(server::Exchange& ex, int status) {
+int respond_error(Exchange& ex, int status) {
   return respond_text(ex, status, error_body(status), status == 405 ? "allow" : "", "GET, HEAD");
 }
 
@@ -157,7 +157,7 @@ struct BodyPlan {
 
 // Answers the conditional and range headers for one version of a file and sends the head.
 // Everything it builds lives on this stack frame: the sessions copy header values in send_head.
-BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
+BodyPlan send_file_head(Exchange& ex, const StaticFiles::FileMeta& m) {
   const auto& req = ex.request();
   bool inm_present = false, inm_match = false;
   const http::Header* ims = nullptr;
@@ -189,7 +189,7 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
     return {0, 0, 304};
   }
   int64_t first = 0, last = m.size - 1;
-  char content_range[64];
+  char content_range[kContentRangeMax];
   if (range && req.method == "GET" && (!if_range || if_range_holds(if_range->value, m))) {
     RangeKind kind = parse_range(range->value, m.size, &first, &last);
     if (kind == RangeKind::UNSATISFIABLE) {
@@ -220,24 +220,24 @@ BodyPlan send_file_head(server::Exchange& ex, const StaticFiles::FileMeta& m) {
 
 // A file too large for the cache, read as the client takes it: up to the high watermark now,
 // the rest from on_response_writable. Owns the file descriptor and itself.
-class FileStream final : public core::Disposable, public server::ExchangeListener {
+class FileStream final : public core::Disposable, public ExchangeListener {
 public:
-  static void start(server::Exchange& ex, int fd, int64_t offset, int64_t length) {
+  static void start(Exchange& ex, int fd, int64_t offset, int64_t length) {
     auto* s = new FileStream(fd, offset, length);
     ex.set_listener(s);
     s->produce(ex); // may close the exchange
   }
   ~FileStream() override { ::close(fd_); }
 
-  void on_response_writable(server::Exchange& ex) override { produce(ex); }
-  void on_exchange_close(server::Exchange& ex) override {
+  void on_response_writable(Exchange& ex) override { produce(ex); }
+  void on_exchange_close(Exchange& ex) override {
     core::DeferredQueue::of(ex.loop())->dispose(this);
   }
 
 private:
   FileStream(int fd, int64_t offset, int64_t length) : fd_(fd), offset_(offset), left_(length) {}
 
-  void produce(server::Exchange& ex) {
+  void produce(Exchange& ex) {
     if (done_)
       return; // HTTP/2 keeps the listener until the stream closes
     while (left_ > 0 && !ex.above_high_watermark()) {
@@ -285,7 +285,7 @@ StaticFiles::~StaticFiles() {
     ::close(root_fd_);
 }
 
-int StaticFiles::serve(server::Exchange& ex) {
+int StaticFiles::serve(Exchange& ex) {
   const auto& req = ex.request();
   if (req.method != "GET" && req.method != "HEAD")
     return respond_error(ex, 405);
@@ -334,7 +334,7 @@ int StaticFiles::serve(server::Exchange& ex) {
   return plan.status;
 }
 
-int StaticFiles::serve_cached(server::Exchange& ex, CacheEntry& e) {
+int StaticFiles::serve_cached(Exchange& ex, CacheEntry& e) {
   BodyPlan plan = send_file_head(ex, e.meta);
   if (plan.length > 0)
     ex.send_body(std::string_view(e.content).substr(static_cast<size_t>(plan.offset),
@@ -343,7 +343,7 @@ int StaticFiles::serve_cached(server::Exchange& ex, CacheEntry& e) {
   return plan.status;
 }
 
-int StaticFiles::resolve(server::Exchange& ex, std::string_view raw_path, Target& out) {
+int StaticFiles::resolve(Exchange& ex, std::string_view raw_path, Target& out) {
   std::string_view path = raw_path;
   if (!path.starts_with('/')) {
     // absolute-form ("GET http://host/x HTTP/1.1"): the path is what follows the authority
@@ -495,4 +495,4 @@ void StaticFiles::erase(Lru::iterator it) {
   lru_.erase(it);
 }
 
-} // namespace portico::backend
+} // namespace portico::server

@@ -1,8 +1,8 @@
-#include "content_types.h"
+#include "server/content_types.h"
 
 #include "http/header.h"
 
-namespace portico::backend {
+namespace portico::server {
 
 namespace {
 
@@ -62,4 +62,4 @@ std::string_view content_type_for(std::string_view name) {
   return kDefaultContentType;
 }
 
-} // namespace portico::backend
+} // namespace portico::server

@@ -1,9 +1,9 @@
 #pragma once
-// Content-Type by file name extension, for the static file app: the types browsers need to
+// Content-Type by file name extension, for static files: the types browsers need to
 // render, run (text/javascript, application/wasm) or play a file, and octet-stream otherwise.
 #include <string_view>
 
-namespace portico::backend {
+namespace portico::server {
 
 inline constexpr std::string_view kDefaultContentType = "application/octet-stream";
 
@@ -11,4 +11,4 @@ inline constexpr std::string_view kDefaultContentType = "application/octet-strea
 // matched case-insensitively. The view refers to static storage.
 std::string_view content_type_for(std::string_view name);
 
-} // namespace portico::backend
+} // namespace portico::server

@@ -1,11 +1,12 @@
 #pragma once
-// Static files under --document-root: index.html for directories, content types by extension,
-// ETag and Last-Modified with 304, single byte ranges, HEAD, and nothing outside the root.
+// Static files under a root directory (portico-backend's --document-root): index.html for
+// directories, content types by extension, ETag and Last-Modified with 304, single byte
+// ranges, HEAD, and nothing outside the root. In the shared server core, for both programs.
 //
-// One StaticFiles lives in each worker process. Small files are kept in memory with their
-// header values ready, so that serving one from the cache costs no syscall and no allocation;
-// an entry is checked against the disk at most once a second. Larger files are read with pread
-// per request and streamed as the client takes them.
+// One StaticFiles lives in each worker (a backend worker process). Small files are kept in memory
+// with their header values ready, so that serving one from the cache costs no syscall and no
+// allocation; an entry is checked against the disk at most once a second. Larger files are read
+// with pread per request and streamed as the client takes them.
 #include "server/exchange.h"
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include <sys/types.h>
 #include <unordered_map>
 
-namespace portico::backend {
+namespace portico::server {
 
 class StaticFiles {
 public:
@@ -33,7 +34,7 @@ public:
 
   bool ok() const { return root_fd_ >= 0; }
   // Answers the request (or starts streaming the file); returns the response's status.
-  int serve(server::Exchange& ex);
+  int serve(Exchange& ex);
 
   // The validators and type of one file version, formatted once.
   struct FileMeta {
@@ -72,12 +73,12 @@ private:
 
   // Maps a request path to an open file and returns 0, or answers the request itself and
   // returns the status it answered with (404, 301...).
-  int resolve(server::Exchange& ex, std::string_view raw_path, Target& out);
+  int resolve(Exchange& ex, std::string_view raw_path, Target& out);
   // realpath() of fs_path checked to lie under the root, then opened beneath it: a regular
   // file or a directory. Returns 0 or the status to answer with.
   int open_beneath(const char* fs_path, Target& out);
   int open_at_root(const char* relative);
-  int serve_cached(server::Exchange& ex, CacheEntry& e);
+  int serve_cached(Exchange& ex, CacheEntry& e);
   // Reads a small file into the cache under key; nullptr when it changed while being read.
   CacheEntry* load(std::string_view key, const Target& t, double now);
   void erase(Lru::iterator it);
@@ -95,4 +96,4 @@ private:
   size_t cached_bytes_ = 0;
 };
 
-} // namespace portico::backend
+} // namespace portico::server

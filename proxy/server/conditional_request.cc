@@ -1,4 +1,4 @@
-#include "conditional_request.h"
+#include "server/conditional_request.h"
 
 #include "http/header.h"
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstdint>
 
-namespace portico::backend {
+namespace portico::server {
 
 // True when an If-None-Match list names etag, by weak comparison (RFC 9110 8.8.3.2): "W/" is
 // ignored on either side.
@@ -92,9 +92,9 @@ RangeKind parse_range(std::string_view v, int64_t size, int64_t* first, int64_t*
   return RangeKind::PARTIAL;
 }
 
-// "bytes FIRST-LAST/SIZE", or "bytes */SIZE" when first < 0; out holds at least 64 bytes.
+// "bytes FIRST-LAST/SIZE", or "bytes */SIZE" when first < 0; out holds kContentRangeMax bytes.
 std::string_view format_content_range(char* out, int64_t first, int64_t last, int64_t size) {
-  char* end = out + 64;
+  char* end = out + kContentRangeMax;
   char* p = std::copy_n("bytes ", 6, out);
   if (first < 0) {
     *p++ = '*';
@@ -108,4 +108,4 @@ std::string_view format_content_range(char* out, int64_t first, int64_t last, in
   return {out, static_cast<size_t>(p - out)};
 }
 
-} // namespace portico::backend
+} // namespace portico::server
