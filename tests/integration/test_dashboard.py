@@ -21,9 +21,10 @@ from proxy_harness import Proxy
 ARTIFACTS = os.path.join(harness.BUILD_DIR, "test-artifacts")
 
 
-def browser(test):
+def browser(test, *extra_args):
     """Headless Chromium as the probe machine runs it (no background networking: this
-    machine's network is closed), with the console and network logs kept."""
+    machine's network is closed), with the console and network logs kept; extra_args are more
+    command-line switches."""
     harness.need("chromium", "chromedriver")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -34,7 +35,7 @@ def browser(test):
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-quic", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--window-size=1280,1000",
-                f"--user-data-dir={profile}"):
+                f"--user-data-dir={profile}", *extra_args):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
