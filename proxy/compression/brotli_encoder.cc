@@ -58,10 +58,7 @@ private:
 } // namespace
 
 std::unique_ptr<Encoder> make_brotli(int quality, int64_t size_hint) {
-  auto e = std::make_unique<BrotliEncoder>();
-  if (!e->init(quality, size_hint))
-    return nullptr;
-  return e;
+  return made<BrotliEncoder>(quality, size_hint);
 }
 
 } // namespace portico::compression

@@ -35,6 +35,14 @@ public:
   static void operator delete(void* p);
 };
 
+// A coder of type E whose init(args...) succeeded, or null (each coding's make_NAME).
+template <typename E, typename... Args> std::unique_ptr<Encoder> made(Args... args) {
+  auto e = std::make_unique<E>();
+  if (!e->init(args...))
+    return nullptr;
+  return e;
+}
+
 std::unique_ptr<Encoder> make_gzip(int level, int64_t size_hint);
 std::unique_ptr<Encoder> make_brotli(int quality, int64_t size_hint);
 std::unique_ptr<Encoder> make_zstd(int level, int64_t size_hint);

@@ -59,10 +59,7 @@ private:
 } // namespace
 
 std::unique_ptr<Encoder> make_gzip(int level, int64_t size_hint) {
-  auto e = std::make_unique<GzipEncoder>();
-  if (!e->init(level, size_hint))
-    return nullptr;
-  return e;
+  return made<GzipEncoder>(level, size_hint);
 }
 
 } // namespace portico::compression

@@ -56,10 +56,7 @@ private:
 } // namespace
 
 std::unique_ptr<Encoder> make_zstd(int level, int64_t size_hint) {
-  auto e = std::make_unique<ZstdEncoder>();
-  if (!e->init(level, size_hint))
-    return nullptr;
-  return e;
+  return made<ZstdEncoder>(level, size_hint);
 }
 
 } // namespace portico::compression
