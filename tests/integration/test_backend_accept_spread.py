@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import unittest
 
 import harness
@@ -16,6 +17,7 @@ from harness import read_http1_response
 from test_backend_metrics import AdminBackend
 
 WORKERS = 4
+BURSTS = 3
 
 
 def slot_counts(text):
@@ -42,6 +44,13 @@ def queued_connections(backend, n, stay_stopped=None):
     return conns
 
 
+def accepted_sockets(path):
+    """The workers' ends of connections to the unix socket at path that are still open."""
+    out = subprocess.run(["ss", "-Hx", "state", "connected", "src", path], check=True,
+                         capture_output=True, text=True).stdout
+    return len(out.splitlines())
+
+
 def one_request_each(conns):
     for s in conns:
         s.sendall(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -58,14 +67,24 @@ class AcceptSpread(unittest.TestCase):
 
     def test_a_burst_of_connections_spreads_over_the_workers(self):
         self.assertEqual(len(self.backend.worker_pids()), WORKERS)
-        one_request_each(queued_connections(self.backend, 2 * WORKERS))
-        counts = slot_counts(self.backend.scrape())
-        self.assertEqual(sum(counts.values()), 2 * WORKERS, counts)
-        self.assertEqual(len(counts), WORKERS, counts)
-        # Two each when every worker wakes within the yield; a worker the scheduler leaves
-        # asleep too long gives one of its share to another, never the whole burst.
-        self.assertLessEqual(max(counts.values()), 3, counts)
-        self.assertGreaterEqual(min(counts.values()), 1, counts)
+        before = {slot: 0 for slot in range(WORKERS)}
+        for burst in range(BURSTS):
+            one_request_each(queued_connections(self.backend, 2 * WORKERS))
+            counts = slot_counts(self.backend.scrape())
+            share = {slot: counts.get(slot, 0) - before[slot] for slot in before}
+            self.assertEqual(sum(share.values()), 2 * WORKERS, (burst, share))
+            # Two each when every worker wakes within the yield (50 ms); a worker the scheduler
+            # leaves asleep longer gives its share to the others (4, 1, 2, 1 was seen with both
+            # cores busy), never the whole burst: with no sharing the first awake takes all 8.
+            self.assertLessEqual(max(share.values()), 5, (burst, share))
+            before = {slot: counts.get(slot, 0) for slot in before}
+            # The next burst starts with every worker holding none, as this one did.
+            harness.wait_until(lambda: accepted_sockets(self.backend.sock_path) == 0,
+                               what="the workers to close the burst's connections")
+        # Over the bursts every worker takes part. Within one, a worker may miss its 50 ms: CI
+        # saw {2, 3, 3, 0} under the ASan suite on 2 cores, four workers and two tests at once.
+        self.assertGreaterEqual(min(before.values()), 1, before)
+        self.assertLessEqual(max(before.values()), BURSTS * 2 * WORKERS // 2, before)
 
     def test_a_stopped_worker_does_not_hold_up_the_others(self):
         # One worker stays stopped: the others must not wait on it for a share it never takes.
