@@ -6,18 +6,6 @@ namespace portico::compression {
 
 namespace {
 
-bool is_ows(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ows(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
 // What the client said of each coding, in thousandths; -1 where it said nothing.
 struct Weights {
   int coding[kEncodingCount] = {-1, -1, -1};
@@ -26,14 +14,14 @@ struct Weights {
 
   void element(std::string_view e) {
     size_t semi = e.find(';');
-    std::string_view name = trim(e.substr(0, semi));
+    std::string_view name = http::trim_ows(e.substr(0, semi));
     if (name.empty())
       return;
     int w = 1000;
     while (semi != std::string_view::npos) {
       e.remove_prefix(semi + 1);
       semi = e.find(';');
-      std::string_view param = trim(e.substr(0, semi));
+      std::string_view param = http::trim_ows(e.substr(0, semi));
       if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=')
         w = std::max(parse_qvalue(param.substr(2)), 0); // a weight that is none refuses
     }

@@ -45,9 +45,10 @@ public:
       if (rc == Z_STREAM_END)
         return true;
       // deflate filled the whole piece: there may be more. Otherwise all input is taken and,
-      // for a flush, all of it is out (Z_BUF_ERROR only says there was nothing to do).
+      // for a flush, all of it is out (Z_BUF_ERROR only says there was nothing to do); a
+      // finish that stops short of Z_STREAM_END with room left has failed.
       if (z_.avail_out != 0 && z_.avail_in == 0)
-        return mode != Z_FINISH || rc == Z_STREAM_END;
+        return mode != Z_FINISH;
     }
   }
 

@@ -10,7 +10,6 @@
 #include "metrics/worker_metrics.h"
 #include "routing/filter.h"
 
-#include <algorithm>
 #include <memory>
 
 namespace portico::filters {
@@ -58,11 +57,8 @@ private:
     head.content_length = -1;
     fields.push_back({"content-encoding", compression::token(*e)});
     std::erase_if(fields, [](const http::Header& f) { return f.name == "accept-ranges"; });
-    if (http::Header* etag = find(fields, "etag"); etag && !etag->value.starts_with("W/")) {
-      char* weak = static_cast<char*>(exchange().arena().allocate(etag->value.size() + 2));
-      std::copy(etag->value.begin(), etag->value.end(), std::copy_n("W/", 2, weak));
-      etag->value = {weak, etag->value.size() + 2};
-    }
+    if (http::Header* etag = find(fields, "etag"); etag && !etag->value.starts_with("W/"))
+      etag->value = exchange().arena().append("W/", etag->value);
     return FilterStatus::CONTINUE;
   }
 
@@ -126,10 +122,7 @@ private:
     if (http::list_contains(vary->value, "accept-encoding") ||
         http::list_contains(vary->value, "*"))
       return;
-    static constexpr std::string_view kMore = ", Accept-Encoding";
-    char* v = static_cast<char*>(exchange().arena().allocate(vary->value.size() + kMore.size()));
-    std::copy(kMore.begin(), kMore.end(), std::copy(vary->value.begin(), vary->value.end(), v));
-    vary->value = {v, vary->value.size() + kMore.size()};
+    vary->value = exchange().arena().append(vary->value, ", Accept-Encoding");
   }
 
   bool encode(std::string_view in, Encoder::Flush flush) {

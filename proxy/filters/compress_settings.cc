@@ -56,31 +56,31 @@ std::shared_ptr<const void> read_compress(config::Reader& r, const toml::node& v
     r.error(value.source(), where + ": 'compress' must be true, false or a table");
     return nullptr;
   }
-  const std::string& w = where;
-  r.only_keys(
-      *t, {"encodings", "gzip_level", "brotli_quality", "zstd_level", "min_length", "types"}, w);
+  r.only_keys(*t,
+              {"encodings", "gzip_level", "brotli_quality", "zstd_level", "min_length", "types"},
+              where);
   if (t->get("encodings")) {
     s->encodings.clear();
-    for (const auto& name : r.get_strings(*t, "encodings", w)) {
+    for (const auto& name : r.get_strings(*t, "encodings", where)) {
       auto e = compression::encoding_named(name);
       if (!e || name == "x-gzip") {
         r.error(t->get("encodings")->source(),
-                w + ": unknown encoding '" + name + "' (zstd, br and gzip are known)");
+                where + ": unknown encoding '" + name + "' (zstd, br and gzip are known)");
         continue;
       }
       s->encodings.push_back(*e);
     }
   }
-  r.get_number(*t, "gzip_level", s->gzip_level, w, 1, 9);
-  r.get_number(*t, "brotli_quality", s->brotli_quality, w, 0, 11);
-  r.get_number(*t, "zstd_level", s->zstd_level, w, 1, 19);
-  r.get_number(*t, "min_length", s->min_length, w, 0, 1e15);
+  r.get_number(*t, "gzip_level", s->gzip_level, where, 1, 9);
+  r.get_number(*t, "brotli_quality", s->brotli_quality, where, 0, 11);
+  r.get_number(*t, "zstd_level", s->zstd_level, where, 1, 19);
+  r.get_number(*t, "min_length", s->min_length, where, 0, 1e15);
   if (t->get("types")) {
-    s->types = r.get_strings(*t, "types", w);
+    s->types = r.get_strings(*t, "types", where);
     for (const auto& type : s->types)
       if (std::count(type.begin(), type.end(), '*') > 1 || type.find('/') == std::string::npos)
         r.error(t->get("types")->source(),
-                w + ": '" + type + "' is not a media type (type/subtype, one '*' at most)");
+                where + ": '" + type + "' is not a media type (type/subtype, one '*' at most)");
   }
   return s;
 }
@@ -88,11 +88,7 @@ std::shared_ptr<const void> read_compress(config::Reader& r, const toml::node& v
 } // namespace
 
 bool CompressSettings::compressible(std::string_view content_type) const {
-  std::string_view type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t'))
-    type.remove_suffix(1);
-  while (!type.empty() && (type.front() == ' ' || type.front() == '\t'))
-    type.remove_prefix(1);
+  std::string_view type = http::trim_ows(content_type.substr(0, content_type.find(';')));
   for (const auto& p : types)
     if (matches(p, type))
       return true;

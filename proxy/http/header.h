@@ -31,6 +31,15 @@ inline bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// s without the optional whitespace (spaces and tabs, RFC 9110 5.6.3) around it.
+inline std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
 // True when the comma-separated list value contains token (case-insensitive), as in
 // "Connection: keep-alive, Upgrade".
 bool list_contains(std::string_view value, std::string_view token);

@@ -36,14 +36,6 @@ bool etag_list_matches(std::string_view list, std::string_view etag) {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
 bool parse_offset(std::string_view s, int64_t* out) {
   uint64_t v = 0;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -58,7 +50,7 @@ bool parse_offset(std::string_view s, int64_t* out) {
 // One byte range (RFC 9110 14.1.2). Several ranges are answered with the whole file, which
 // the RFC allows and which spares us multipart/byteranges; a malformed header is ignored.
 RangeKind parse_range(std::string_view v, int64_t size, int64_t* first, int64_t* last) {
-  v = trim(v);
+  v = http::trim_ows(v);
   if (v.size() < 6 || !http::iequals(v.substr(0, 6), "bytes="))
     return RangeKind::FULL;
   v.remove_prefix(6);
@@ -67,7 +59,7 @@ RangeKind parse_range(std::string_view v, int64_t size, int64_t* first, int64_t*
   size_t dash = v.find('-');
   if (dash == std::string_view::npos)
     return RangeKind::FULL;
-  std::string_view a = trim(v.substr(0, dash)), b = trim(v.substr(dash + 1));
+  std::string_view a = http::trim_ows(v.substr(0, dash)), b = http::trim_ows(v.substr(dash + 1));
   int64_t f = 0, l = 0;
   if (a.empty()) { // "-N": the last N bytes
     if (!parse_offset(b, &l))
