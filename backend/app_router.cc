@@ -6,6 +6,7 @@
 #include "delay_app.h"
 #include "echo_app.h"
 #include "request_meter.h"
+#include "server/exchange_file_sink.h"
 #include "server/static_files.h"
 
 #include <charconv>
@@ -129,7 +130,8 @@ int AppRouter::dispatch(server::Exchange& ex, App* app) {
   }
   if (files_) {
     *app = App::STATIC;
-    return files_->serve(ex);
+    server::ExchangeFileSink sink(ex);
+    return files_->serve(sink, ex.request().path());
   }
   *app = App::NOT_FOUND;
   ex.respond(404, "text/plain", "not found\n");

@@ -150,6 +150,10 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
     }
   }
   bool answers_itself = rt.has_redirect || rt.has_direct_response;
+  for (const auto& [key, value] : rt.settings)
+    for (const auto& s : settings)
+      if (s.key == key && s.answers && s.answers(value.get()))
+        answers_itself = true;
   if (r.get_string(t, "cluster", rt.cluster, w, !answers_itself)) {
     bool found = false;
     for (size_t i = 0; i < c.clusters.size(); ++i)
@@ -165,6 +169,10 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
                   rt.cluster + "' speaks " +
                   std::string(to_string(c.clusters[rt.cluster_index].protocol)));
   }
+  for (const auto& [key, value] : rt.settings)
+    for (const auto& s : settings)
+      if (s.key == key && s.check)
+        s.check(r, *t.get(key), value.get(), rt, w + " " + key);
   c.routes.push_back(std::move(rt));
 }
 

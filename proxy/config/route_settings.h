@@ -14,10 +14,18 @@
 
 namespace portico::config {
 
+struct RouteConfig;
+
 struct RouteSettingsReader {
   std::string_view key; // the [[route]] key, never one of the built-in ones
   // The value read, or null after reporting what is wrong with it.
   std::shared_ptr<const void> (*read)(Reader& r, const toml::node& value, const std::string& where);
+  // Whether the route then answers its requests itself, as a redirect does, and needs no
+  // cluster (null: never).
+  bool (*answers)(const void* settings) = nullptr;
+  // Checks the value against the rest of its route once the route is read (null: nothing to).
+  void (*check)(Reader& r, const toml::node& value, const void* settings, const RouteConfig& route,
+                const std::string& where) = nullptr;
 };
 
 using RouteSettingsReaders = std::span<const RouteSettingsReader>;

@@ -24,6 +24,7 @@ enum class Kind {
   PROXY_HEADER,     // a client's PROXY protocol header was missing or malformed
   LIMIT,            // a limit was hit: connections, buffers, descriptors
   REQUEST_FAILED,   // a request answered 502, 503 or 504 for its upstream's failure (or reset)
+  STATIC_FILE,      // a static file changed or failed while it was being sent
   COUNT
 };
 

@@ -62,6 +62,8 @@ private:
     return FilterStatus::CONTINUE;
   }
 
+  bool reads_response_body() const override { return encoder_ != nullptr; }
+
   FilterStatus on_response_body(std::string_view& data, bool end) override {
     if (!encoder_)
       return FilterStatus::CONTINUE;

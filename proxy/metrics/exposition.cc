@@ -365,17 +365,24 @@ void append_server_metrics(std::vector<MetricFamily>& out,
                        "Responses cut because one connection or stream held more than "
                        "max_buffered_response_bytes.",
                        MetricType::Counter);
+  auto sendfile = family("portico_sendfile_bytes_total",
+                         "Response body bytes the kernel sent from files (sendfile), which never "
+                         "passed through the process: static files on cleartext HTTP/1.1.",
+                         MetricType::Counter);
   int64_t blocks = 0;
-  uint64_t cut = 0;
+  uint64_t cut = 0, sent = 0;
   for (const auto* s : servers) {
     blocks += s->buffer_blocks.load(std::memory_order_relaxed);
     cut += s->buffer_limit_aborts.get();
+    sent += s->sendfile_bytes.get();
   }
   buffers.metric.push_back(
       value_metric(static_cast<double>(std::max<int64_t>(0, blocks)) * sizeof(core::Block), false));
   aborts.metric.push_back(value_metric(static_cast<double>(cut), true));
   out.push_back(std::move(buffers));
   out.push_back(std::move(aborts));
+  sendfile.metric.push_back(value_metric(static_cast<double>(sent), true));
+  out.push_back(std::move(sendfile));
 
   auto rejected = by_server("portico_client_connections_rejected_total",
                             "Times accepting client connections paused: at max_connections, or "

@@ -56,6 +56,7 @@ struct ServerStats {
   core::Counter rejected[static_cast<size_t>(ClientRejection::COUNT)];
   std::atomic<int64_t> buffer_blocks{0}; // the thread's BlockPool in_use(), published by it
   core::Counter buffer_limit_aborts;     // exchanges aborted at max_buffered_response_bytes
+  core::Counter sendfile_bytes;          // response bytes sent from files by sendfile(2)
   void count(ClientRejection r) { rejected[static_cast<size_t>(r)].inc(); }
   void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };

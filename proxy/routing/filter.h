@@ -95,6 +95,12 @@ public:
   virtual FilterStatus on_response_trailers(std::span<const http::Header>& trailers) {
     return FilterStatus::CONTINUE;
   }
+  // This filter changes the response body as it passes (compression): bytes must reach it, so
+  // a response below it cannot hand a file to the kernel (send_response_file).
+  virtual bool reads_response_body() const { return false; }
+  // A response this filter makes itself (respond_head) may go on: the client and the filters
+  // after it have taken what they held down below the low watermark.
+  virtual void on_response_writable() {}
   // Body bytes this filter has taken and not yet passed on.
   virtual size_t request_buffered() const { return 0; }
   virtual size_t response_buffered() const { return 0; }
@@ -121,6 +127,15 @@ protected:
   void pass_response_trailers(std::span<const http::Header> trailers);
   // Answer the request here; from a step, return STOP after it.
   void respond(const LocalReply& reply);
+  // Answer it with a body of this filter's own making: the head now, then the body through
+  // pass_response_body (or send_response_file) while !response_blocked(), resuming from
+  // on_response_writable. From a step, return STOP after it.
+  void respond_head(FilterResponseHead& head);
+  bool response_blocked() const;
+  // The rest of such a body is length bytes of fd from offset, sent by the kernel (sendfile)
+  // when nothing between here and the socket reads them; it takes fd. False, fd untouched:
+  // the bytes must pass through (read them into pass_response_body).
+  bool send_response_file(int fd, int64_t offset, int64_t length);
   // A local reply with status, or a reset once the response has begun; why goes to the error
   // log, with the request.
   void fail(int status, const char* why = "failed by a filter");

@@ -37,6 +37,15 @@ void Filter::pass_response_trailers(std::span<const http::Header> trailers) {
 void Filter::respond(const LocalReply& reply) {
   chain_->respond(index_, reply);
 }
+void Filter::respond_head(FilterResponseHead& head) {
+  chain_->respond_head(index_, head);
+}
+bool Filter::response_blocked() const {
+  return chain_->response_blocked();
+}
+bool Filter::send_response_file(int fd, int64_t offset, int64_t length) {
+  return chain_->send_response_file(index_, fd, offset, length);
+}
 void Filter::fail(int status, const char* why) {
   chain_->fail(index_, status, why);
 }
@@ -306,7 +315,13 @@ void FilterChain::check_response_level() {
   } else if (response_high_ && held < kLow) {
     response_high_ = false;
     terminal_->chain_response_drained();
+    response_writable();
   }
+}
+
+void FilterChain::response_writable() {
+  if (!closed_ && producing_ && !response_blocked())
+    filters_[response_top_]->on_response_writable();
 }
 
 // ---- local replies and failures ----
@@ -322,6 +337,33 @@ void FilterChain::respond(size_t i, const LocalReply& reply, const char* why) {
   terminal_->chain_answered(reply.status, why);
   if (!closed_)
     reply_from(i, reply, i + 1);
+}
+
+void FilterChain::respond_head(size_t i, FilterResponseHead& head) {
+  if (closed_)
+    return;
+  if (response_begun_) {
+    fail(i, 500, "answered after the response began");
+    return;
+  }
+  answered_ = true;
+  terminal_->chain_answered(head.status, nullptr);
+  if (closed_)
+    return;
+  head.source = ResponseSource::LOCAL;
+  response_top_ = static_cast<uint8_t>(i);
+  response_begun_ = true;
+  producing_ = true;
+  run_response_head(i, head);
+}
+
+bool FilterChain::send_response_file(size_t i, int fd, int64_t offset, int64_t length) {
+  if (closed_ || response_held_ || !producing_ || response_top_ != i)
+    return false;
+  for (size_t j = 0; j < i; ++j)
+    if (filters_[j]->reads_response_body())
+      return false;
+  return ex_->send_file(fd, offset, length);
 }
 
 void FilterChain::fail(size_t i, int status, const char* why) {

@@ -84,6 +84,12 @@ public:
   }
   // why: a failure's reason (fail()'s reply), null for an answer.
   void respond(size_t i, const LocalReply& reply, const char* why = nullptr);
+  void respond_head(size_t i, FilterResponseHead& head);
+  bool response_blocked() const { return response_high_ || ex_->above_high_watermark(); }
+  bool send_response_file(size_t i, int fd, int64_t offset, int64_t length);
+  // The client took bytes (the exchange's on_response_writable): a filter making the response
+  // may go on.
+  void response_writable();
   void fail(size_t i, int status, const char* why);
 
 private:
@@ -153,6 +159,7 @@ private:
   bool response_begun_ = false; // a head entered the response side
   bool response_held_ = false;
   bool response_high_ = false; // response_held() went above the high watermark
+  bool producing_ = false;     // filters_[response_top_] makes the body (respond_head)
   FilterResponseHead held_head_;
   std::vector<http::Header> held_fields_;
   Queue response_queue_;

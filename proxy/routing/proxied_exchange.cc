@@ -358,6 +358,8 @@ void ProxiedExchange::maybe_resume_upstream() {
 
 void ProxiedExchange::on_response_writable(server::Exchange&) {
   maybe_resume_upstream();
+  if (chain_)
+    chain_->response_writable(); // a filter's own body (a static file) goes on
 }
 
 void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_view value) {

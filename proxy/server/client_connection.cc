@@ -15,6 +15,7 @@
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -246,6 +247,7 @@ void ClientConnection::close_now() {
     tls_->shutdown();
   close_socket();
   output_.clear();
+  release_file();
   if (session_)
     session_->on_close();
   uncount_session();
@@ -405,7 +407,7 @@ void ClientConnection::on_readable() {
   // (their nghttp2 state, exchanges and buffers) pile up within one pass. Work that comes
   // later in the pass (a proxied response) still leaves in the deferred flush.
   if (close_state_ == CloseState::OPEN &&
-      (!output_.empty() || (session_ && session_->output_waiting())))
+      (output_pending() > 0 || (session_ && session_->output_waiting())))
     flush();
 }
 
@@ -479,24 +481,23 @@ void ClientConnection::flush() {
     session_->before_flush();
   if (close_state_ == CloseState::CLOSED)
     return;
-  bool was_high = output_.size() >= Exchange::kLowWatermark;
-  size_t before = output_.size();
-  if (!output_.empty()) {
-    if (tls_) {
+  size_t before = output_pending();
+  bool was_high = before >= Exchange::kLowWatermark;
+  bool had_file = file_fd_ >= 0;
+  if (tls_) {
+    if (!output_.empty()) {
       auto st = tls_->write(output_);
       if (st == tls::TlsSession::Io::ERROR || st == tls::TlsSession::Io::CLOSED) {
         close_now();
         return;
       }
-    } else {
-      ssize_t w = output_.write_to(fd_);
-      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-        close_now();
-        return;
-      }
     }
+  } else if (!write_plain()) {
+    close_now();
+    return;
   }
-  if (output_.empty()) {
+  size_t after = output_pending();
+  if (after == 0) {
     ev_io_stop(loop(), &wev_);
     send_waiting_since_ = 0;
     if (session_ && close_state_ == CloseState::OPEN)
@@ -505,12 +506,13 @@ void ClientConnection::flush() {
     ev_io_start(loop(), &wev_);
     // The clock runs from the last write that moved bytes (nginx's send_timeout), so a client
     // that reads slowly but steadily is never cut.
-    if (output_.size() < before || send_waiting_since_ == 0)
+    if (after < before || send_waiting_since_ == 0)
       send_waiting_since_ = ev_now(loop());
   }
-  if (was_high && output_.size() < Exchange::kLowWatermark && session_)
+  // A finished file always counts: a pipelined request may wait for it however short it was.
+  if (((was_high && after < Exchange::kLowWatermark) || (had_file && file_fd_ < 0)) && session_)
     session_->on_output_drained();
-  if (closing_after_flush() && output_.empty()) {
+  if (closing_after_flush() && output_pending() == 0) {
     if (close_state_ == CloseState::AFTER_FLUSH_LINGER && !eof_) {
       if (tls_)
         tls_->shutdown(); // close_notify before the FIN
@@ -523,6 +525,63 @@ void ClientConnection::flush() {
       close_now();
     }
   }
+}
+
+bool ClientConnection::send_file(int fd, int64_t offset, int64_t length) {
+  if (tls_ || file_fd_ >= 0 || close_state_ != CloseState::OPEN)
+    return false;
+  before_file_.move_from(output_, output_.size());
+  file_fd_ = fd;
+  file_offset_ = offset;
+  file_left_ = length;
+  want_flush();
+  return true;
+}
+
+void ClientConnection::release_file() {
+  if (file_fd_ >= 0)
+    ::close(file_fd_);
+  file_fd_ = -1;
+  file_left_ = 0;
+  before_file_.clear();
+}
+
+bool ClientConnection::write_plain() {
+  auto write_queue = [&](core::ByteQueue& q) {
+    if (q.empty())
+      return true;
+    ssize_t w = q.write_to(fd_);
+    return w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK;
+  };
+  if (file_fd_ >= 0) {
+    if (!write_queue(before_file_))
+      return false;
+    if (!before_file_.empty())
+      return true; // the socket is full
+    while (file_left_ > 0) {
+      off_t off = static_cast<off_t>(file_offset_);
+      ssize_t n = ::sendfile(fd_, file_fd_, &off,
+                             static_cast<size_t>(std::min<int64_t>(file_left_, int64_t{1} << 30)));
+      if (n > 0) {
+        file_offset_ += n;
+        file_left_ -= n;
+        ctx_.stats().sendfile_bytes.inc(static_cast<uint64_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return true;
+      // 0: the file shrank under us, and the length promised cannot be kept; only cutting
+      // the connection tells the client.
+      if (n == 0)
+        core::log::write(core::log::Level::WARN, core::log::Kind::STATIC_FILE,
+                         "a file shrank while it was sent: the connection was cut");
+      return false;
+    }
+    release_file();
+  }
+  return write_queue(output_);
 }
 
 void ClientConnection::linger_read() {

@@ -35,6 +35,14 @@ public:
 
   ServerContext& context() const { return ctx_; }
   core::ByteQueue& output() { return output_; }
+  // The rest of a response body is length bytes of file fd from offset, sent by the kernel
+  // (sendfile(2)) after what output() holds now; what is queued later follows the file. Takes
+  // fd (closed once sent, or with the connection). False, fd untouched: TLS, or a file pending.
+  bool send_file(int fd, int64_t offset, int64_t length);
+  // Response bytes waiting for the socket: queued, and the file's rest.
+  size_t output_pending() const {
+    return before_file_.size() + static_cast<size_t>(file_left_) + output_.size();
+  }
   bool is_tls() const { return tls_ != nullptr; }
   // Input read and not yet consumed by the session (a pipelined request).
   bool input_buffered() const { return in_ && in_->readable() > 0; }
@@ -117,6 +125,10 @@ private:
   void process_input();
   bool detect_protocol();
   void flush();
+  // Cleartext: writes before_file_, the file, then output_, as far as the socket takes them.
+  // False: the connection failed (or the file came up short) and must close.
+  bool write_plain();
+  void release_file();
   void finish_close();
   void linger_read();
   // For the per-protocol connection gauges: 0 HTTP/1.x, 1 HTTP/2.
@@ -143,6 +155,11 @@ private:
   ev_tstamp idle_timeout_;
   core::Block* in_ = nullptr;
   core::ByteQueue output_;
+  // A file being sent (send_file): what was queued before it, then its rest.
+  core::ByteQueue before_file_;
+  int file_fd_ = -1;
+  int64_t file_offset_ = 0;
+  int64_t file_left_ = 0;
   std::unique_ptr<ServerSession> session_;
   std::unique_ptr<ServerSession> next_session_;
   std::unique_ptr<tls::TlsSession> tls_;

@@ -57,6 +57,10 @@ public:
   virtual void send_head(const http::ResponseHead& head) = 0;
   // Queues body bytes (copied once into the connection's or stream's buffer).
   virtual void send_body(std::string_view data) = 0;
+  // Queues length bytes of file fd from offset as body, sent by the kernel (sendfile(2)), and
+  // takes fd. False, fd untouched, where the bytes must pass through the process: TLS, HTTP/2,
+  // a chunked or tunnelled response.
+  virtual bool send_file(int fd, int64_t offset, int64_t length) { return false; }
   // Ends the response; the exchange closes once the request side is also done.
   virtual void end_response() = 0;
   // Ends the response with trailer fields: a trailer section after the last chunk on HTTP/1.1,

@@ -93,7 +93,17 @@ void Http1Exchange::socket_addresses(sockaddr_storage& peer, sockaddr_storage& l
 }
 
 size_t Http1Exchange::buffered() const {
-  return session_.conn_.output().size();
+  return session_.conn_.output_pending();
+}
+
+bool Http1Exchange::send_file(int fd, int64_t offset, int64_t length) {
+  // Only a body the head framed by its length goes raw onto the socket.
+  if (!head_sent_ || response_ended_ || no_body_ || chunked_ ||
+      session_.state_ == Http1ServerSession::State::TUNNEL ||
+      !session_.conn_.send_file(fd, offset, length))
+    return false;
+  body_bytes_sent_ += static_cast<uint64_t>(length);
+  return true;
 }
 
 void Http1Exchange::pause_request_body() {
@@ -187,7 +197,7 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
       // A client that pipelines and does not read would grow the output without bound: the
       // next request waits (and so, once the input block is full, does reading) until the
       // responses queued so far drain.
-      if (conn_.output().size() > Exchange::kHighWatermark) {
+      if (conn_.output_pending() > Exchange::kHighWatermark) {
         if (state_ == State::IDLE)
           set_state(State::OUTPUT_FULL);
         break;

@@ -16,6 +16,7 @@ public:
   explicit Http1Exchange(Http1ServerSession& s) : session_(s) {}
   void send_head(const http::ResponseHead& head) override;
   void send_body(std::string_view data) override;
+  bool send_file(int fd, int64_t offset, int64_t length) override;
   void end_response() override;
   void end_response_with_trailers(std::span<const http::Header> trailers) override;
   void start_tunnel(const http::ResponseHead& head) override;

@@ -1,33 +1,26 @@
 #include "server/static_files.h"
 
-#include "core/deferred_queue.h"
+#include "compression/accept_encoding.h"
 #include "core/http_date.h"
-#include "server/conditional_request.h"
+#include "http/response_head.h"
 #include "server/content_types.h"
+#include "server/static_path.h"
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <optional>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <utility>
 
 namespace portico::server {
 
 namespace {
-
-constexpr size_t kChunk = 64 * 1024;
-constexpr std::string_view kIndex = "index.html";
-
-// pread lands here before send_body copies it out; one per thread is enough because a chunk
-// never outlives the call that read it.
-thread_local char chunk_buffer[kChunk];
 
 std::string_view error_body(int status) {
   switch (status) {
@@ -35,29 +28,10 @@ std::string_view error_body(int status) {
   case 403: return "forbidden\n";
   case 404: return "not found\n";
   case 405: return "method not allowed\n";
+  case 500: return "internal server error\n";
   case 503: return "service unavailable\n";
-  default: return "internal server error\n";
+  default: return http::reason_phrase(status); // a try_files "=CODE"
   }
-}
-
-// A short text/plain answer, with one more header when asked (Allow, Location). Returns status.
-int respond_text(Exchange& ex, int status, std::string_view body, std::string_view name = {},
-                 std::string_view value = {}) {
-  http::ResponseHead head;
-  head.status = status;
-  head.content_length = static_cast<int64_t>(body.size());
-  if (!name.empty())
-    head.add(name, value);
-  head.add("content-type", "text/plain");
-  ex.send_head(head);
-  if (!ex.request().is_head())
-    ex.send_body(body);
-  ex.end_response();
-  return status;
-}
-
-int respond_error(Exchange& ex, int status) {
-  return respond_text(ex, status, error_body(status), status == 405 ? "allow" : "", "GET, HEAD");
 }
 
 int status_for_errno(int e) {
@@ -70,7 +44,7 @@ int status_for_errno(int e) {
   case ENOENT:
   case ENOTDIR:
   case ENAMETOOLONG:
-  case ELOOP:  // a symlink appeared between realpath() and open
+  case ELOOP:  // a symlink where none may be, or one that appeared after realpath()
   case EXDEV:  // openat2 refused to leave the root
   case EAGAIN: // openat2 saw a rename race twice
     return 404;
@@ -78,342 +52,254 @@ int status_for_errno(int e) {
   }
 }
 
-// Percent-decodes a request path into out. Returns 0, 400 for a bad escape or a NUL (which
-// would cut the path short at the syscall), or 404 when it does not fit in cap.
-int decode_path(std::string_view in, char* out, size_t cap, size_t* len) {
-  size_t n = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '%') {
-      unsigned byte = 0;
-      const char* hex = in.data() + i + 1;
-      if (i + 2 >= in.size() || std::from_chars(hex, hex + 2, byte, 16).ptr != hex + 2)
-        return 400;
-      c = static_cast<char>(byte);
-      i += 2;
-    }
-    if (c == '\0')
-      return 400;
-    if (n >= cap)
-      return 404; // ENAMETOOLONG, as nginx answers it
-    out[n++] = c;
-  }
-  *len = n;
-  return 0;
+constexpr std::string_view kSiblingExt[compression::kEncodingCount] = {".gz", ".br", ".zst"};
+
+bool same_version(const struct stat& st, dev_t dev, ino_t ino, int64_t size, timespec mtime) {
+  return st.st_dev == dev && st.st_ino == ino && st.st_size == size &&
+         st.st_mtim.tv_sec == mtime.tv_sec && st.st_mtim.tv_nsec == mtime.tv_nsec;
 }
 
-// Checked on the decoded path, so "%2e%2e" and "..%2f" are caught as well as a plain "..".
-bool has_dot_dot_segment(std::string_view path) {
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string_view::npos)
-      end = path.size();
-    if (path.substr(start, end - start) == "..")
-      return true;
-    start = end + 1;
-  }
-  return false;
+bool newer_or_same(timespec a, timespec b) {
+  return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
 }
-
-void format_meta(StaticFiles::FileMeta& m, std::string_view type, int64_t size, timespec mtime) {
-  m.content_type = type;
-  m.size = size;
-  m.mtime = mtime.tv_sec;
-  // Nanoseconds, so that a rewrite within the same second with the same size still changes it.
-  uint64_t ns =
-      static_cast<uint64_t>(mtime.tv_sec) * 1000000000u + static_cast<uint64_t>(mtime.tv_nsec);
-  char* p = m.etag;
-  char* end = m.etag + sizeof m.etag;
-  *p++ = '"';
-  p = std::to_chars(p, end, ns, 16).ptr;
-  *p++ = '-';
-  p = std::to_chars(p, end, static_cast<uint64_t>(size), 16).ptr;
-  *p++ = '"';
-  m.etag_len = static_cast<size_t>(p - m.etag);
-  core::format_http_date(mtime.tv_sec, m.last_modified);
-}
-
-// An HTTP date from a conditional header; what clients echo back is recognised without a parse
-// (which allocates).
-std::optional<time_t> date_of(std::string_view v, const StaticFiles::FileMeta& m) {
-  return v == m.last_modified_view() ? m.mtime : core::parse_http_date(v);
-}
-
-// If-Range holds when its validator still names this version: an ETag by strong comparison, or
-// exactly the Last-Modified date.
-bool if_range_holds(std::string_view v, const StaticFiles::FileMeta& m) {
-  if (v.starts_with('"') || v.starts_with("W/"))
-    return v == m.etag_view();
-  auto t = date_of(v, m);
-  return t && *t == m.mtime;
-}
-
-struct BodyPlan {
-  int64_t offset = 0;
-  int64_t length = 0; // 0: the head was all (HEAD, 304, 416, empty file)
-  int status = 200;   // of the head sent
-};
-
-// Answers the conditional and range headers for one version of a file and sends the head.
-// Everything it builds lives on this stack frame: the sessions copy header values in send_head.
-BodyPlan send_file_head(Exchange& ex, const StaticFiles::FileMeta& m) {
-  const auto& req = ex.request();
-  bool inm_present = false, inm_match = false;
-  const http::Header* ims = nullptr;
-  const http::Header* range = nullptr;
-  const http::Header* if_range = nullptr;
-  for (const auto& h : req.headers) {
-    if (h.name.size() < 5 || (h.name[0] != 'i' && h.name[0] != 'r'))
-      continue;
-    if (h.name == "if-none-match") {
-      inm_present = true; // a list may arrive split over several fields
-      inm_match = inm_match || etag_list_matches(h.value, m.etag_view());
-    } else if (h.name == "if-modified-since") {
-      if (!ims)
-        ims = &h;
-    } else if (h.name == "range") {
-      range = &h;
-    } else if (h.name == "if-range") {
-      if_range = &h;
-    }
-  }
-  http::ResponseHead head;
-  // If-Modified-Since counts only without If-None-Match (RFC 9110 13.2.2).
-  std::optional<time_t> since = !inm_present && ims ? date_of(ims->value, m) : std::nullopt;
-  if (inm_present ? inm_match : (since && m.mtime <= *since)) {
-    head.status = 304;
-    head.add("etag", m.etag_view());
-    head.add("last-modified", m.last_modified_view());
-    ex.send_head(head);
-    return {0, 0, 304};
-  }
-  int64_t first = 0, last = m.size - 1;
-  char content_range[kContentRangeMax];
-  if (range && req.method == "GET" && (!if_range || if_range_holds(if_range->value, m))) {
-    RangeKind kind = parse_range(range->value, m.size, &first, &last);
-    if (kind == RangeKind::UNSATISFIABLE) {
-      head.status = 416;
-      head.content_length = 0;
-      head.add("content-range", format_content_range(content_range, -1, -1, m.size));
-      ex.send_head(head);
-      return {0, 0, 416};
-    }
-    if (kind == RangeKind::PARTIAL) {
-      head.status = 206;
-      head.add("content-range", format_content_range(content_range, first, last, m.size));
-    } else {
-      first = 0;
-      last = m.size - 1;
-    }
-  }
-  head.content_length = last - first + 1;
-  head.add("content-type", m.content_type);
-  head.add("etag", m.etag_view());
-  head.add("last-modified", m.last_modified_view());
-  head.add("accept-ranges", "bytes");
-  ex.send_head(head);
-  if (req.is_head())
-    return {0, 0, head.status};
-  return {first, head.content_length, head.status};
-}
-
-// A file too large for the cache, read as the client takes it: up to the high watermark now,
-// the rest from on_response_writable. Owns the file descriptor and itself.
-class FileStream final : public core::Disposable, public ExchangeListener {
-public:
-  static void start(Exchange& ex, int fd, int64_t offset, int64_t length) {
-    auto* s = new FileStream(fd, offset, length);
-    ex.set_listener(s);
-    s->produce(ex); // may close the exchange
-  }
-  ~FileStream() override { ::close(fd_); }
-
-  void on_response_writable(Exchange& ex) override { produce(ex); }
-  void on_exchange_close(Exchange& ex) override {
-    core::DeferredQueue::of(ex.loop())->dispose(this);
-  }
-
-private:
-  FileStream(int fd, int64_t offset, int64_t length) : fd_(fd), offset_(offset), left_(length) {}
-
-  void produce(Exchange& ex) {
-    if (done_)
-      return; // HTTP/2 keeps the listener until the stream closes
-    while (left_ > 0 && !ex.above_high_watermark()) {
-      size_t want = static_cast<size_t>(std::min<int64_t>(left_, kChunk));
-      ssize_t n = ::pread(fd_, chunk_buffer, want, offset_);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        // Truncated under us or an I/O error: the promised length cannot be kept, and only
-        // an abort tells the client.
-        done_ = true;
-        ex.abort(); // may close the exchange
-        return;
-      }
-      ex.send_body({chunk_buffer, static_cast<size_t>(n)});
-      offset_ += n;
-      left_ -= n;
-    }
-    if (left_ == 0) {
-      done_ = true;
-      ex.end_response(); // may close the exchange
-    }
-  }
-
-  int fd_;
-  int64_t offset_;
-  int64_t left_;
-  bool done_ = false;
-};
 
 } // namespace
 
-StaticFiles::StaticFiles(std::string root) {
+StaticFiles::StaticFiles(StaticOptions options) : opt_(std::move(options)) {
   char buf[PATH_MAX];
-  // A root this long would leave no room in resolve()'s path buffer.
-  if (!::realpath(root.c_str(), buf) || std::strlen(buf) > PATH_MAX / 2)
+  // A root this long would leave no room in serve_path()'s path buffer.
+  if (!::realpath(opt_.root.c_str(), buf) || std::strlen(buf) > PATH_MAX / 2)
     return;
   root_fd_ = ::open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd_ >= 0)
     root_ = buf;
+  if (opt_.expires >= 0 && opt_.cache_control.empty())
+    max_age_ = "max-age=" + std::to_string(opt_.expires);
 }
 
 StaticFiles::~StaticFiles() {
+  while (!lru_.empty())
+    erase(std::prev(lru_.end()));
   if (root_fd_ >= 0)
     ::close(root_fd_);
 }
 
-int StaticFiles::serve(Exchange& ex) {
-  const auto& req = ex.request();
+int StaticFiles::serve(FileSink& sink, std::string_view path) {
+  const auto& req = sink.request();
+  bool pass_on = !opt_.try_files.empty() && opt_.try_files.back() == "@upstream";
   if (req.method != "GET" && req.method != "HEAD")
-    return respond_error(ex, 405);
-  std::string_view key = req.path();
-  double now = ev_now(ex.loop());
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    CacheEntry& e = *it->second;
-    if (now >= e.checked_at && now - e.checked_at < kRevalidateAfter) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return serve_cached(ex, e);
-    }
-  }
-  Target t;
-  if (int status = resolve(ex, key, t)) {
-    if (it != index_.end())
-      erase(it->second);
-    return status;
-  }
-  if (it != index_.end()) {
-    CacheEntry& e = *it->second;
-    if (e.dev == t.dev && e.ino == t.ino && e.meta.size == t.size &&
-        e.mtime.tv_sec == t.mtime.tv_sec && e.mtime.tv_nsec == t.mtime.tv_nsec) {
-      ::close(t.fd);
-      e.checked_at = now;
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return serve_cached(ex, e);
-    }
-    erase(it->second);
-  }
-  if (t.size <= static_cast<int64_t>(kMaxCachedFile)) {
-    if (CacheEntry* e = load(key, t, now)) {
-      ::close(t.fd);
-      return serve_cached(ex, *e);
-    }
-  }
-  FileMeta m;
-  format_meta(m, t.content_type, t.size, t.mtime);
-  BodyPlan plan = send_file_head(ex, m);
-  if (plan.length == 0) {
-    ::close(t.fd);
-    ex.end_response();
-    return plan.status;
-  }
-  FileStream::start(ex, t.fd, plan.offset, plan.length);
-  return plan.status;
-}
-
-int StaticFiles::serve_cached(Exchange& ex, CacheEntry& e) {
-  BodyPlan plan = send_file_head(ex, e.meta);
-  if (plan.length > 0)
-    ex.send_body(std::string_view(e.content).substr(static_cast<size_t>(plan.offset),
-                                                    static_cast<size_t>(plan.length)));
-  ex.end_response();
-  return plan.status;
-}
-
-int StaticFiles::resolve(Exchange& ex, std::string_view raw_path, Target& out) {
-  std::string_view path = raw_path;
+    return pass_on ? kPassOn : respond_error(sink, 405);
   if (!path.starts_with('/')) {
     // absolute-form ("GET http://host/x HTTP/1.1"): the path is what follows the authority
     size_t scheme = path.find("://");
     if (scheme == std::string_view::npos)
-      return respond_error(ex, 400);
+      return respond_error(sink, 400);
     size_t slash = path.find('/', scheme + 3);
     path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
   }
-  // root + decoded path + room for "index.html" and the NUL
-  char fs[PATH_MAX];
-  size_t root_len = root_ == "/" ? 0 : root_.size();
-  std::memcpy(fs, root_.data(), root_len);
+  if (opt_.try_files.empty()) {
+    int status = serve_path(sink, path, Want::ANY);
+    return status == kMissing ? respond_error(sink, 404) : status;
+  }
+  char candidate[kMaxCachedKey + 2];
+  for (size_t i = 0; i < opt_.try_files.size(); ++i) {
+    std::string_view t = opt_.try_files[i];
+    bool last = i + 1 == opt_.try_files.size();
+    if (last && t.starts_with('='))
+      return respond_error(sink, std::atoi(t.data() + 1));
+    if (last && t == "@upstream")
+      return kPassOn;
+    // "$uri" stands for the path as sent, wherever it appears ("$uri.html", "$uri/").
+    size_t n = 0;
+    for (size_t at = 0; at < t.size();) {
+      bool var = t.substr(at).starts_with("$uri");
+      std::string_view piece = var ? path : t.substr(at, 1);
+      if (n + piece.size() > kMaxCachedKey)
+        return respond_error(sink, 404);
+      std::memcpy(candidate + n, piece.data(), piece.size());
+      n += piece.size();
+      at += var ? 4 : 1;
+    }
+    std::string_view name(candidate, n);
+    Want want = name.ends_with('/') ? Want::DIRECTORY : Want::FILE;
+    int status = serve_path(sink, name, last ? Want::ANY : want);
+    if (status != kMissing)
+      return status;
+  }
+  return respond_error(sink, 404);
+}
+
+int StaticFiles::serve_path(FileSink& sink, std::string_view raw, Want want) {
+  if (want == Want::FILE && raw.ends_with('/'))
+    return kMissing;
+  double now = ev_now(sink.loop());
+  if (CacheEntry* e = cached(raw, now))
+    return serve_entry(sink, *e);
+  // The decoded path, with room for the longest index name and a sibling's extension.
+  char rel[PATH_MAX];
+  size_t longest_index = 0;
+  for (const auto& name : opt_.index)
+    longest_index = std::max(longest_index, name.size());
   size_t len = 0;
-  if (int status = decode_path(path, fs + root_len, sizeof fs - root_len - kIndex.size() - 1, &len))
-    return respond_error(ex, status);
-  std::string_view decoded(fs + root_len, len);
+  if (int status = decode_path(raw, rel, sizeof rel - longest_index - 8, &len))
+    return status == 404 ? kMissing : respond_error(sink, status);
+  std::string_view decoded(rel, len);
   if (has_dot_dot_segment(decoded))
-    return respond_error(ex, 403);
-  size_t end = root_len + len;
-  fs[end] = '\0';
-  if (int status = open_beneath(fs, out))
-    return respond_error(ex, status);
-  if (out.directory) {
-    ::close(out.fd);
-    if (!decoded.ends_with('/')) {
+    return respond_error(sink, 403);
+  if (!opt_.dotfiles && has_dot_file(decoded))
+    return respond_error(sink, 404); // refused, not fallen back from: it exists or it does not
+  rel[len] = '\0';
+  Target t;
+  if (int status = open_path(rel, t))
+    return status == 404 ? kMissing : respond_error(sink, status);
+  if (t.directory) {
+    ::close(t.fd);
+    if (want == Want::FILE)
+      return kMissing;
+    if (want == Want::ANY && !decoded.ends_with('/')) {
       // Relative links in the index resolve against the directory only with the slash.
-      std::string_view query = ex.request().query();
-      size_t n = raw_path.size() + 1 + (query.empty() ? 0 : query.size() + 1);
-      char* loc = ex.arena().allocate(n);
-      char* p = std::copy(raw_path.begin(), raw_path.end(), loc);
+      std::string_view query = sink.request().query();
+      size_t n = raw.size() + 1 + (query.empty() ? 0 : query.size() + 1);
+      char* loc = sink.arena().allocate(n);
+      char* p = std::copy(raw.begin(), raw.end(), loc);
       *p++ = '/';
       if (!query.empty()) {
         *p++ = '?';
         std::copy(query.begin(), query.end(), p);
       }
-      return respond_text(ex, 301, "moved permanently\n", "location", {loc, n});
+      return respond_text(sink, 301, "moved permanently\n", "location", {loc, n});
     }
-    std::memcpy(fs + end, kIndex.data(), kIndex.size());
-    end += kIndex.size();
-    fs[end] = '\0';
-    int status = open_beneath(fs, out);
-    if (status == 0 && out.directory) {
-      ::close(out.fd);
-      status = 404;
+    bool found = false;
+    for (const auto& name : opt_.index) {
+      std::memcpy(rel + len, name.data(), name.size());
+      rel[len + name.size()] = '\0';
+      int status = open_path(rel, t);
+      if (status == 0 && !t.directory) {
+        len += name.size();
+        found = true;
+        break;
+      }
+      if (status == 0)
+        ::close(t.fd);
+      else if (status != 404)
+        return respond_error(sink, status);
     }
-    if (status)
-      return respond_error(ex, status);
+    if (!found)
+      return kMissing; // no listings
   }
+  decoded = {rel, len};
   // By the name asked for, as nginx does: a symlink "a.css" -> "blob" is still CSS.
-  out.content_type = content_type_for({fs + root_len, end - root_len});
-  return 0;
+  std::string_view type = content_type_for(decoded);
+  if (CacheEntry* e = keep(raw, decoded, t, type, {}, now))
+    return serve_entry(sink, *e);
+  FileMeta m;
+  format_meta(m, type, t.size, t.mtime);
+  return send_version(sink, m, {}, t.fd, true, false);
 }
 
-int StaticFiles::open_beneath(const char* fs_path, Target& out) {
+StaticFiles::CacheEntry* StaticFiles::cached(std::string_view key, double now) {
+  auto it = index_.find(key);
+  if (it == index_.end())
+    return nullptr;
+  CacheEntry& e = *it->second;
+  if (now < e.checked_at || now - e.checked_at >= opt_.revalidate_after) {
+    Target t;
+    if (open_path(e.rel.c_str(), t) != 0) {
+      erase(it->second);
+      return nullptr;
+    }
+    ::close(t.fd);
+    if (t.directory || t.dev != e.dev || t.ino != e.ino || t.size != e.meta.size ||
+        t.mtime.tv_sec != e.mtime.tv_sec || t.mtime.tv_nsec != e.mtime.tv_nsec) {
+      erase(it->second);
+      return nullptr;
+    }
+    e.checked_at = now;
+    if (!opt_.precompressed.empty() && e.meta.content_encoding.empty())
+      e.siblings = find_siblings(e);
+  }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return &e;
+}
+
+int StaticFiles::serve_entry(FileSink& sink, CacheEntry& e) {
+  if (e.siblings) {
+    compression::Encoding offered[compression::kEncodingCount];
+    size_t n = 0;
+    for (auto c : opt_.precompressed)
+      if (e.siblings & (1u << static_cast<unsigned>(c)))
+        offered[n++] = c;
+    if (auto coding = compression::negotiate(sink.request().headers, {offered, n}))
+      if (CacheEntry* v = variant(e, *coding, ev_now(sink.loop())))
+        return send_version(sink, v->meta, v->content, v->fd, false, true);
+  }
+  return send_version(sink, e.meta, e.content, e.fd, false, e.siblings != 0);
+}
+
+int StaticFiles::send_version(FileSink& sink, const FileMeta& m, std::string_view content, int fd,
+                              bool owned, bool vary) {
+  http::ResponseHead head;
+  char content_range[kContentRangeMax];
+  BodyPlan plan = plan_file_response(sink.request(), m, head, content_range);
+  int body_fd = -1;
+  if (plan.length > 0 && content.empty() && fd >= 0) {
+    // A cached descriptor stays the cache's: the sink gets its own (the same open file).
+    body_fd = owned ? std::exchange(fd, -1) : ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (body_fd < 0)
+      return respond_error(sink, status_for_errno(errno));
+  }
+  if (owned && fd >= 0)
+    ::close(fd);
+  if (vary)
+    head.add("vary", "accept-encoding");
+  if (plan.status != 416)
+    add_cache_headers(head, ev_now(sink.loop()));
+  sink.send_head(head);
+  if (body_fd >= 0) {
+    sink.send_file(body_fd, plan.offset, plan.length);
+    return plan.status;
+  }
+  if (plan.length > 0)
+    sink.send_body(
+        content.substr(static_cast<size_t>(plan.offset), static_cast<size_t>(plan.length)));
+  sink.end_response();
+  return plan.status;
+}
+
+int StaticFiles::open_path(const char* rel, Target& out) {
+  while (*rel == '/')
+    ++rel;
+  if (*rel == '\0')
+    rel = ".";
+  if (opt_.symlinks != StaticOptions::Symlinks::WITHIN_ROOT)
+    return open_beneath(rel, out);
+  // realpath() shows where symlinks lead; only a place beneath the root is opened.
+  char fs[PATH_MAX];
+  size_t root_len = root_ == "/" ? 0 : root_.size();
+  size_t n = std::strlen(rel);
+  if (root_len + 1 + n >= sizeof fs)
+    return 404;
+  std::memcpy(fs, root_.data(), root_len);
+  fs[root_len] = '/';
+  std::memcpy(fs + root_len + 1, rel, n + 1);
   char real[PATH_MAX];
-  if (!::realpath(fs_path, real))
+  if (!::realpath(fs, real))
     return status_for_errno(errno);
   std::string_view r(real);
   const char* relative;
-  if (r == root_) {
+  if (r == root_)
     relative = ".";
-  } else if (root_ == "/") {
+  else if (root_ == "/")
     relative = real + 1;
-  } else if (r.size() > root_.size() && r.starts_with(root_) && r[root_.size()] == '/') {
+  else if (r.size() > root_.size() && r.starts_with(root_) && r[root_.size()] == '/')
     relative = real + root_.size() + 1;
-  } else {
+  else
     return 404; // a symlink out of the root: as if it were not there
-  }
-  int fd = open_at_root(relative);
+  return open_beneath(relative, out);
+}
+
+int StaticFiles::open_beneath(const char* relative, Target& out) {
+  int fd = open_at_root(relative, opt_.symlinks == StaticOptions::Symlinks::ANYWHERE);
   if (fd < 0)
     return status_for_errno(errno);
   struct stat st;
@@ -435,11 +321,13 @@ int StaticFiles::open_beneath(const char* fs_path, Target& out) {
   return 0;
 }
 
-int StaticFiles::open_at_root(const char* relative) {
-  // O_NONBLOCK: opening a fifo must not wait for a writer. realpath() has already checked the
-  // place; openat2 makes the open itself unable to leave the root, even if a symlink or rename
-  // raced with the check.
+int StaticFiles::open_at_root(const char* relative, bool follow) {
+  // O_NONBLOCK: opening a fifo must not wait for a writer.
   constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  if (follow) // the path has no ".." (serve_path): only a symlink's target leaves the root
+    return ::openat(root_fd_, relative, kFlags);
+  // Without symlinks the kernel itself keeps the open beneath the root, even against a rename
+  // racing with realpath().
   if (have_openat2_) {
     open_how how{};
     how.flags = kFlags;
@@ -454,45 +342,158 @@ int StaticFiles::open_at_root(const char* relative) {
   return ::openat(root_fd_, relative, kFlags | O_NOFOLLOW);
 }
 
-StaticFiles::CacheEntry* StaticFiles::load(std::string_view key, const Target& t, double now) {
-  if (key.size() > kMaxCachedKey)
+StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_view rel, Target& t,
+                                           std::string_view type, std::string_view coding,
+                                           double now) {
+  if (key.size() > kMaxCachedKey + 8)
     return nullptr;
-  std::string content(static_cast<size_t>(t.size), '\0');
-  size_t got = 0;
-  while (got < content.size()) {
-    ssize_t n = ::pread(t.fd, content.data() + got, content.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return nullptr; // shrank while we read: let the streaming path find out
-    got += static_cast<size_t>(n);
+  bool in_memory = t.size <= static_cast<int64_t>(opt_.max_cached_file);
+  if (!in_memory && open_files_ >= opt_.max_open_files)
+    return nullptr;
+  std::string content;
+  if (in_memory) {
+    content.resize(static_cast<size_t>(t.size));
+    size_t got = 0;
+    while (got < content.size()) {
+      ssize_t n =
+          ::pread(t.fd, content.data() + got, content.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return nullptr; // shrank while we read: served uncached, which finds out
+      got += static_cast<size_t>(n);
+    }
+    struct stat st;
+    if (::fstat(t.fd, &st) != 0 || !same_version(st, t.dev, t.ino, t.size, t.mtime))
+      return nullptr; // written while we read: do not keep a torn copy
   }
-  struct stat st;
-  if (::fstat(t.fd, &st) != 0 || st.st_size != t.size || st.st_mtim.tv_sec != t.mtime.tv_sec ||
-      st.st_mtim.tv_nsec != t.mtime.tv_nsec)
-    return nullptr; // written while we read: do not keep a torn copy
-  size_t need = key.size() + content.size() + kEntryOverhead;
+  if (auto old = index_.find(key); old != index_.end())
+    erase(old->second);
+  size_t need = key.size() + rel.size() + content.size() + kEntryOverhead;
   while (!lru_.empty() &&
-         (cached_bytes_ + need > kCacheBudget || index_.size() >= kMaxCacheEntries))
+         (cached_bytes_ + need > opt_.cache_bytes || index_.size() >= opt_.cache_entries))
     erase(std::prev(lru_.end()));
+  if (need > opt_.cache_bytes || opt_.cache_entries == 0)
+    return nullptr;
   lru_.emplace_front();
   CacheEntry& e = lru_.front();
   e.key = key;
+  e.rel = rel;
   e.content = std::move(content);
-  format_meta(e.meta, t.content_type, t.size, t.mtime);
+  if (in_memory) {
+    ::close(t.fd);
+  } else {
+    e.fd = t.fd;
+    ++open_files_;
+  }
+  t.fd = -1;
+  format_meta(e.meta, type, t.size, t.mtime);
+  e.meta.content_encoding = coding;
   e.dev = t.dev;
   e.ino = t.ino;
   e.mtime = t.mtime;
   e.checked_at = now;
+  if (!opt_.precompressed.empty() && coding.empty())
+    e.siblings = find_siblings(e);
   index_.emplace(e.key, lru_.begin());
   cached_bytes_ += cost(e);
   return &e;
 }
 
+uint8_t StaticFiles::find_siblings(const CacheEntry& e) {
+  uint8_t mask = 0;
+  char rel[PATH_MAX];
+  if (e.rel.size() + 8 >= sizeof rel)
+    return 0;
+  std::memcpy(rel, e.rel.data(), e.rel.size());
+  for (auto c : opt_.precompressed) {
+    std::string_view ext = kSiblingExt[static_cast<size_t>(c)];
+    std::memcpy(rel + e.rel.size(), ext.data(), ext.size());
+    rel[e.rel.size() + ext.size()] = '\0';
+    Target t;
+    if (open_path(rel, t) != 0)
+      continue;
+    ::close(t.fd);
+    if (!t.directory && newer_or_same(t.mtime, e.mtime))
+      mask |= static_cast<uint8_t>(1u << static_cast<unsigned>(c));
+  }
+  return mask;
+}
+
+StaticFiles::CacheEntry* StaticFiles::variant(const CacheEntry& e, compression::Encoding coding,
+                                              double now) {
+  std::string_view token = compression::token(coding);
+  char key[kMaxCachedKey + 16];
+  if (e.key.size() + 1 + token.size() > sizeof key)
+    return nullptr;
+  std::memcpy(key, e.key.data(), e.key.size());
+  key[e.key.size()] = '\n'; // no request path holds one
+  std::memcpy(key + e.key.size() + 1, token.data(), token.size());
+  std::string_view k(key, e.key.size() + 1 + token.size());
+  if (CacheEntry* v = cached(k, now))
+    return v;
+  char rel[PATH_MAX];
+  std::string_view ext = kSiblingExt[static_cast<size_t>(coding)];
+  if (e.rel.size() + ext.size() >= sizeof rel)
+    return nullptr;
+  std::memcpy(rel, e.rel.data(), e.rel.size());
+  std::memcpy(rel + e.rel.size(), ext.data(), ext.size());
+  rel[e.rel.size() + ext.size()] = '\0';
+  Target t;
+  if (open_path(rel, t) != 0)
+    return nullptr;
+  // Copies: keep() may evict e itself to make room.
+  std::string_view type = e.meta.content_type; // static storage
+  timespec original = e.mtime;
+  CacheEntry* v = nullptr;
+  if (!t.directory && newer_or_same(t.mtime, original))
+    v = keep(k, {rel, e.rel.size() + ext.size()}, t, type, token, now);
+  if (t.fd >= 0)
+    ::close(t.fd);
+  return v;
+}
+
 void StaticFiles::erase(Lru::iterator it) {
   cached_bytes_ -= cost(*it);
+  if (it->fd >= 0) {
+    ::close(it->fd);
+    --open_files_;
+  }
   index_.erase(it->key);
   lru_.erase(it);
+}
+
+void StaticFiles::add_cache_headers(http::ResponseHead& head, double now) {
+  if (!opt_.cache_control.empty())
+    head.add("cache-control", opt_.cache_control);
+  else if (!max_age_.empty())
+    head.add("cache-control", max_age_);
+  if (opt_.expires >= 0) {
+    time_t at = static_cast<time_t>(now) + static_cast<time_t>(opt_.expires);
+    if (at != expires_for_) {
+      core::format_http_date(at, expires_text_);
+      expires_for_ = at;
+    }
+    head.add("expires", {expires_text_, sizeof expires_text_});
+  }
+}
+
+int StaticFiles::respond_text(FileSink& sink, int status, std::string_view body,
+                              std::string_view name, std::string_view value) {
+  http::ResponseHead head;
+  head.status = status;
+  head.content_length = static_cast<int64_t>(body.size());
+  if (!name.empty())
+    head.add(name, value);
+  head.add("content-type", "text/plain");
+  sink.send_head(head);
+  sink.send_body(body);
+  sink.end_response();
+  return status;
+}
+
+int StaticFiles::respond_error(FileSink& sink, int status) {
+  return respond_text(sink, status, error_body(status), status == 405 ? "allow" : "", "GET, HEAD");
 }
 
 } // namespace portico::server

@@ -34,6 +34,10 @@ class NamedOrigin:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.do_GET()
+
             def log_message(self, *args):
                 pass
 

@@ -1,4 +1,4 @@
-"""portico-backend --document-root (backend/static_files.cc) over HTTP/1.1 and h2c: files and
+"""portico-backend --document-root (server/static_files.cc) over HTTP/1.1 and h2c: files and
 directory indexes, content types, ETag / Last-Modified with 304, ranges, HEAD, 405, paths that
 try to leave the root, a large streamed file, a file changed on disk, and h2load."""
 import email.utils
@@ -120,13 +120,29 @@ class StaticFilesTest(unittest.TestCase):
         os.symlink(outside, os.path.join(cls.root, "leakdir"))
         os.symlink("index.html", os.path.join(cls.root, "alias.html"))
         os.mkfifo(os.path.join(cls.root, "pipe"))
-        cls.backend = Backend("--document-root", cls.root, workers=2)
-        cls.url = cls.backend.url
+        try:
+            cls.start_server()
+        except BaseException:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
 
     @classmethod
     def tearDownClass(cls):
-        cls.backend.stop()
+        cls.stop_server()
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    # The server under test; test_proxy_static.py runs the same tests through a proxy route.
+    @classmethod
+    def start_server(cls):
+        cls.backend = Backend("--document-root", cls.root, workers=2)
+        cls.url, cls.port = cls.backend.url, cls.backend.port
+
+    @classmethod
+    def stop_server(cls):
+        cls.backend.stop()
+
+    def server_pids(self):
+        return self.backend.worker_pids()
 
     def get(self, path, **kw):
         return curl(self.url, path, **kw)
@@ -221,7 +237,7 @@ class StaticFilesTest(unittest.TestCase):
                     self.assertIn("last-modified", r.headers)
                     self.assertEqual(r.body, b"")
         # The connection stays usable after a HEAD: the next response is parsed correctly.
-        conn = http.client.HTTPConnection("127.0.0.1", self.backend.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
             for method in ("HEAD", "GET", "HEAD", "GET"):
                 conn.request(method, "/index.html")
@@ -256,7 +272,7 @@ class StaticFilesTest(unittest.TestCase):
         ]
         for path in attempts:
             with self.subTest(path=path, via="raw HTTP/1.1"):
-                status, body = raw_get(self.backend.port, path)
+                status, body = raw_get(self.port, path)
                 self.assertIn(status, (400, 403, 404))
                 self.assertNotIn(SECRET, body)
                 self.assertNotIn(b"root:", body)
@@ -266,7 +282,7 @@ class StaticFilesTest(unittest.TestCase):
                 self.assertNotIn(SECRET, r.body)
         for path in ("/%zz", "/bad%4", "/nul%00.html"):
             with self.subTest(path=path):
-                self.assertEqual(raw_get(self.backend.port, path)[0], 400)
+                self.assertEqual(raw_get(self.port, path)[0], 400)
         # The worker is still healthy after all of that.
         self.assertEqual(self.get("/index.html").body, INDEX)
 
@@ -285,7 +301,7 @@ class StaticFilesTest(unittest.TestCase):
         # Twenty clients that read nothing: with backpressure each costs the worker about the
         # high watermark (256 KiB), not the file (5 MiB). The first bytes of each response
         # arrive only after the handler's first round of reads, so measuring then is enough.
-        workers = self.backend.worker_pids()
+        workers = self.server_pids()
         before = sum(rss_kib(p) for p in workers)
         socks = []
         try:
@@ -293,7 +309,7 @@ class StaticFilesTest(unittest.TestCase):
                 s = socket.socket()
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 s.settimeout(10)
-                s.connect(("127.0.0.1", self.backend.port))
+                s.connect(("127.0.0.1", self.port))
                 s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
                 socks.append(s)
             for s in socks:
