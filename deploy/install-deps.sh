@@ -14,7 +14,7 @@ PACKAGES="
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
-  util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment
+  util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types
 "
 
 missing=

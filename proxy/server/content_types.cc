@@ -2,6 +2,11 @@
 
 #include "http/header.h"
 
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
 namespace portico::server {
 
 namespace {
@@ -46,7 +51,36 @@ constexpr ExtensionType kTypes[] = {
     {"otf", "font/otf"},
 };
 
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// Read once, on the first file served that the built-in table does not know.
+const std::unordered_map<std::string, std::string>& system_types() {
+  static const auto types = read_mime_types("/etc/mime.types");
+  return types;
+}
+
 } // namespace
+
+std::unordered_map<std::string, std::string> read_mime_types(const char* path) {
+  std::unordered_map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string type, ext;
+    if (!(words >> type) || type.find('/') == std::string::npos)
+      continue;
+    while (words >> ext)
+      out.emplace(lower(ext), type); // the first line to name an extension wins
+  }
+  return out;
+}
 
 std::string_view content_type_for(std::string_view name) {
   size_t slash = name.rfind('/');
@@ -59,7 +93,9 @@ std::string_view content_type_for(std::string_view name) {
   for (const auto& t : kTypes)
     if (http::iequals(ext, t.extension))
       return t.type;
-  return kDefaultContentType;
+  const auto& system = system_types();
+  auto it = ext.size() <= 32 ? system.find(lower(ext)) : system.end();
+  return it == system.end() ? kDefaultContentType : std::string_view(it->second);
 }
 
 } // namespace portico::server

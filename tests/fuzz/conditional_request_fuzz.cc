@@ -1,9 +1,12 @@
-// Range and If-None-Match values from the network: never a crash, and a partial range always
-// lies within the file.
+// What a static file request brings from the network besides its head's syntax: Range and
+// If-None-Match values, and the path. Never a crash; a partial range always lies within the
+// file; a decoded path never holds a NUL or a backslash and never outgrows its buffer.
 #include "server/conditional_request.h"
+#include "server/static_path.h"
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 using namespace portico::server;
@@ -17,5 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   etag_list_matches(in, "\"5f2-18c\"");
+  char out[64];
+  size_t len = 0;
+  if (decode_path(in, out, sizeof out, &len) == 0) {
+    std::string_view decoded(out, len);
+    if (len > sizeof out || decoded.find('\0') != std::string_view::npos ||
+        decoded.find('\\') != std::string_view::npos)
+      std::abort();
+    if (decoded == ".." && !has_dot_dot_segment(decoded))
+      std::abort();
+    has_dot_file(decoded);
+  }
   return 0;
 }

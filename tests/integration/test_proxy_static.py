@@ -99,6 +99,7 @@ class ProxyStaticRoutesTest(unittest.TestCase):
         write(os.path.join(cls.spa, "docs", "index.html"), b"docs\n")
         # a site with a fallback to the upstream
         write(os.path.join(cls.site, "robots.txt"), b"User-agent: *\n")
+        write(os.path.join(cls.site, "book.epub"), b"PK")
         cls.shrink = os.path.join(cls.site, "shrink.bin")
         cls.origin = NamedOrigin("upstream")
         routes = f"""
@@ -157,6 +158,10 @@ static = {{ root = {toml_string(cls.site)}, try_files = ["$uri", "@upstream"] }}
         r = self.get("/appmain.js")
         self.assertEqual(r.status, 404)
         self.assertNotIn(b"spa", r.body)
+
+    def test_types_the_built_in_table_lacks_come_from_etc_mime_types(self):
+        self.assertTrue(os.path.exists("/etc/mime.types"), "media-types is not installed")
+        self.assertEqual(self.get("/book.epub").headers["content-type"], "application/epub+zip")
 
     def test_cache_control_and_expires(self):
         r = self.get("/assets/site.css")

@@ -44,7 +44,7 @@ TYPES = {
     "bundle.zip": "application/zip",
     "bundle.tar.gz": "application/gzip",
     "UPPER.PNG": "image/png",
-    "blob.xyz": "application/octet-stream",
+    "blob.qqq": "application/octet-stream",
     "README": "application/octet-stream",
 }
 
