@@ -4,6 +4,7 @@ single-page app, a fallback to the upstream), dotfiles and symlink policies, pre
 siblings, Cache-Control and Expires, compression of files, sendfile on cleartext HTTP/1.1 and
 reads over TLS and HTTP/2, traversal in every encoding, a file that shrinks or vanishes while it
 is sent, and pipelined requests behind a file."""
+import base64
 import email.utils
 import gzip
 import hashlib
@@ -16,6 +17,8 @@ import time
 import unittest
 
 import brotli
+import h2.connection
+import h2.events
 
 import harness
 import test_static
@@ -86,6 +89,9 @@ class ProxyStaticRoutesTest(unittest.TestCase):
         st = os.stat(os.path.join(cls.assets, "old.txt"))
         os.utime(os.path.join(cls.assets, "old.txt.gz"),
                  ns=(st.st_atime_ns, st.st_mtime_ns - 10_000_000_000))
+        # Text that compresses little: a compressed response still fills a slow client's buffer.
+        cls.noise = base64.b64encode(os.urandom(4 * 1024 * 1024))
+        write(os.path.join(cls.assets, "noise.txt"), cls.noise)
         cls.big_js = (b"var x = '" + os.urandom(8).hex().encode() + b"';\n") * 30000  # ~800 KiB
         write(os.path.join(cls.assets, "big.js"), cls.big_js)
         write(os.path.join(cls.assets, ".env"), SECRET)
@@ -343,6 +349,87 @@ static = {{ root = {toml_string(cls.site)}, try_files = ["$uri", "@upstream"] }}
                 if length is not None:
                     self.assertEqual(length, size)
         self.assertEqual(self.get("/robots.txt").body, b"User-agent: *\n")
+
+    def assert_bounded_for_readers_that_never_read(self, open_stream, what):
+        # Twenty clients ask for a file of megabytes and read nothing: the proxy holds about a
+        # high watermark (256 KiB) each, plus a compressor's state, never the files. Then one
+        # of them reads: its response is whole (held back, not cut short).
+        before = self.proxy.rss_kib()
+        streams = [open_stream() for _ in range(20)]
+        try:
+            grown = self.proxy.rss_kib() - before
+            self.assertLess(grown, 40 * 1024, f"{what}: the proxy grew by {grown} KiB")
+            self.assertEqual(streams[0].read_all(), self.noise, what)
+        finally:
+            for s in streams:
+                s.sock.close()
+        self.assertEqual(self.get("/robots.txt").body, b"User-agent: *\n")
+
+    def test_backpressure_holds_through_compression(self):
+        test = self
+
+        class Stream:
+            def __init__(self):
+                self.sock = socket.socket()
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                self.sock.settimeout(10)
+                self.sock.connect(("127.0.0.1", test.proxy.port))
+                self.sock.sendall(b"GET /assets/noise.txt HTTP/1.1\r\nHost: t\r\n"
+                                  b"Accept-Encoding: gzip\r\nConnection: close\r\n\r\n")
+                self.got = self.sock.recv(12)
+                test.assertEqual(self.got, b"HTTP/1.1 200")
+
+            def read_all(self):
+                while chunk := self.sock.recv(65536):
+                    self.got += chunk
+                head, _, body = self.got.partition(b"\r\n\r\n")
+                test.assertIn(b"transfer-encoding: chunked", head.lower())
+                out = b""
+                while True:
+                    size_line, _, body = body.partition(b"\r\n")
+                    size = int(size_line, 16)
+                    if size == 0:
+                        return gzip.decompress(out)
+                    out += body[:size]
+                    body = body[size + 2:]
+
+        self.assert_bounded_for_readers_that_never_read(Stream, "gzip over HTTP/1.1")
+
+    def test_backpressure_holds_for_files_over_h2c(self):
+        test = self
+
+        class Stream:
+            def __init__(self):
+                self.sock = socket.create_connection(("127.0.0.1", test.proxy.port), timeout=10)
+                self.conn = h2.connection.H2Connection()
+                self.conn.initiate_connection()
+                self.conn.send_headers(1, [(":method", "GET"), (":scheme", "http"),
+                                           (":authority", "t"), (":path", "/assets/noise.txt")],
+                                       end_stream=True)
+                self.sock.sendall(self.conn.data_to_send())
+                self.body = b""
+                while not self.body:  # no WINDOW_UPDATE yet: 64 KiB, then the proxy waits
+                    self.pump()
+
+            def pump(self):
+                data = self.sock.recv(65536)
+                test.assertTrue(data, "closed before the response ended")
+                ended = False
+                for event in self.conn.receive_data(data):
+                    if isinstance(event, h2.events.DataReceived):
+                        self.body += event.data
+                        self.conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                    test.assertNotIsInstance(event, h2.events.StreamReset)
+                    ended = ended or isinstance(event, h2.events.StreamEnded)
+                return ended
+
+            def read_all(self):
+                self.sock.sendall(self.conn.data_to_send())
+                while not self.pump():
+                    self.sock.sendall(self.conn.data_to_send())
+                return self.body
+
+        self.assert_bounded_for_readers_that_never_read(Stream, "a file over h2c")
 
     def test_a_file_removed_while_sent_is_sent_whole(self):
         # The open descriptor keeps the bytes: the client gets the version it started on.
