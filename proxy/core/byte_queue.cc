@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sys/socket.h>
 
 namespace portico::core {
 
@@ -94,13 +95,21 @@ void ByteQueue::clear() {
   size_ = 0;
 }
 
-ssize_t ByteQueue::write_to(int fd) {
+ssize_t ByteQueue::write_to(int fd, int send_flags) {
   constexpr int kMaxIov = 64;
   iovec iov[kMaxIov];
   ssize_t total = 0;
   while (size_ > 0) {
     int cnt = fill_iovec(iov, kMaxIov);
-    ssize_t w = ::writev(fd, iov, cnt);
+    ssize_t w;
+    if (send_flags == 0) {
+      w = ::writev(fd, iov, cnt);
+    } else {
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(cnt);
+      w = ::sendmsg(fd, &msg, send_flags);
+    }
     if (w < 0) {
       if (errno == EINTR)
         continue;
