@@ -29,8 +29,15 @@ public:
       fields += std::string(f.name) + "=" + std::string(f.value) + ";";
   }
   void send_body(std::string_view data) override { body.append(data); }
+  bool send_file(int fd, int64_t offset, int64_t length) override {
+    if (!takes_files)
+      return false;
+    files.push_back(fd);
+    body += "[file " + std::to_string(offset) + "+" + std::to_string(length) + "]";
+    return true;
+  }
   void end_response() override { response_ended_ = true; }
-  size_t buffered() const override { return 0; }
+  size_t buffered() const override { return buffered_bytes; }
   void pause_request_body() override {}
   void resume_request_body() override {}
   void abort() override { aborted = true; }
@@ -38,6 +45,9 @@ public:
   int status = 0;
   std::string fields, body;
   bool aborted = false;
+  bool takes_files = true;
+  std::vector<int> files;
+  size_t buffered_bytes = 0;
 };
 
 struct FakeTerminal final : FilterChain::Terminal {
@@ -95,7 +105,19 @@ public:
     return FilterStatus::CONTINUE;
   }
   size_t response_buffered() const override { return taken_.size(); }
+  bool reads_response_body() const override { return reads_body; }
+  void on_response_writable() override { log_.push_back(name_ + " writable"); }
   void on_exchange_close() override { log_.push_back(name_ + " close"); }
+
+  // A response of the filter's own making (a static file's).
+  void stream_head() {
+    std::vector<http::Header> fields;
+    FilterResponseHead head{200, 6, &fields, ResponseSource::LOCAL, false};
+    respond_head(head);
+  }
+  void stream(std::string_view data, bool end) { pass_response_body(data, end); }
+  bool blocked() const { return response_blocked(); }
+  bool file(int fd) { return send_response_file(fd, 10, 20); }
 
   // For the test, as the filter's own callback would.
   void let_request_go() { continue_request(); }
@@ -109,7 +131,7 @@ public:
 
   std::string rewrite;
   int answer = 0;
-  bool hold_request = false, hold_response = false, take_response = false;
+  bool hold_request = false, hold_response = false, take_response = false, reads_body = false;
 
 private:
   std::string name_;
@@ -312,6 +334,80 @@ TEST_F(FilterChainTest, CloseTellsEachFilterOnceAndNothingRunsAfter) {
   EXPECT_EQ(std::count(log_.begin(), log_.end(), "f0 close"), 1);
   EXPECT_EQ(log_.back(), "f1 close");
   EXPECT_FALSE(ex_->head_sent());
+}
+
+TEST_F(FilterChainTest, AFilterStreamsItsOwnBodyThroughTheFiltersBeforeIt) {
+  make(3);
+  chain_->request_head();
+  probes_[1]->stream_head();
+  probes_[1]->stream("abc", false);
+  // The client's buffer above the high watermark: the producer waits for its cue.
+  ex_->buffered_bytes = server::Exchange::kHighWatermark + 1;
+  EXPECT_TRUE(probes_[1]->blocked());
+  chain_->response_writable();
+  ex_->buffered_bytes = 0;
+  EXPECT_FALSE(probes_[1]->blocked());
+  chain_->response_writable();
+  probes_[1]->stream("def", true);
+  EXPECT_EQ(ex_->status, 200);
+  EXPECT_EQ(ex_->fields, "x-by=f0;");
+  EXPECT_EQ(ex_->body, "abcdef");
+  EXPECT_TRUE(ex_->response_ended());
+  // Only the filters before it see it; the upstream part is told the request is answered (the
+  // head had gone on: here the filter answers later, from a callback of its own).
+  EXPECT_EQ(terminal_.events, (std::vector<std::string>{"head /a", "answered 200"}));
+  EXPECT_EQ(log_, (std::vector<std::string>{"f0 request head", "f1 request head",
+                                            "f0 response head", "f0 response body abc",
+                                            "f1 writable", "f0 response body def end"}));
+}
+
+TEST_F(FilterChainTest, WhatTheFiltersBeforeItHoldBlocksTheProducerToo) {
+  make(2);
+  probes_[0]->take_response = true;
+  chain_->request_head();
+  probes_[1]->stream_head();
+  std::string big(server::Exchange::kHighWatermark + 1, 'x');
+  probes_[1]->stream(big, false);
+  EXPECT_TRUE(probes_[1]->blocked());
+  probes_[0]->pass_taken(false); // f0 drains below the low watermark: f1 hears it
+  EXPECT_FALSE(probes_[1]->blocked());
+  EXPECT_EQ(log_.back(), "f1 writable");
+}
+
+TEST_F(FilterChainTest, AFileGoesToTheKernelOnlyWhenNoFilterReadsTheBody) {
+  make(2);
+  chain_->request_head();
+  probes_[1]->stream_head();
+  EXPECT_TRUE(probes_[1]->file(7));
+  EXPECT_EQ(ex_->files, std::vector<int>{7});
+  EXPECT_EQ(ex_->body, "[file 10+20]");
+}
+
+TEST_F(FilterChainTest, AFilterThatReadsTheBodyKeepsTheFileInTheProcess) {
+  make(2);
+  probes_[0]->reads_body = true; // compressing
+  chain_->request_head();
+  probes_[1]->stream_head();
+  EXPECT_FALSE(probes_[1]->file(7));
+  EXPECT_TRUE(ex_->files.empty());
+}
+
+TEST_F(FilterChainTest, AConnectionThatCannotSendFilesKeepsThemInTheProcess) {
+  make(1);
+  ex_->takes_files = false; // TLS, HTTP/2
+  chain_->request_head();
+  probes_[0]->stream_head();
+  EXPECT_FALSE(probes_[0]->file(7));
+}
+
+TEST_F(FilterChainTest, StreamingAfterTheResponseBeganIsAReset) {
+  make(2);
+  chain_->request_head();
+  std::vector<http::Header> fields;
+  FilterResponseHead head{200, -1, &fields, ResponseSource::UPSTREAM, false};
+  chain_->response_head(head);
+  probes_[1]->stream_head();
+  EXPECT_TRUE(ex_->aborted);
 }
 
 } // namespace
