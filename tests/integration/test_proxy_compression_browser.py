@@ -1,6 +1,6 @@
 """Headless Chromium loads a page through the proxy, over cleartext and over TLS, whose HTML,
-JavaScript and CSS come from portico-backend's document root and are compressed by the proxy's
-`compress`: the script must run (it sets a marker the test reads, and uses the stylesheet), and
+JavaScript and CSS come from portico-backend's document root, or from the proxy's own `static`
+root, and are compressed by the proxy's `compress` (or served from precompressed siblings): the script must run (it sets a marker the test reads, and uses the stylesheet), and
 the Performance API must show each asset arrived encoded (encodedBodySize < decodedBodySize).
 Chromium offers zstd and br as well as gzip (to localhost over http too, a secure context);
 a route that offers gzip alone makes the browser decode gzip. The coding the proxy chose is
@@ -9,6 +9,8 @@ import os
 import shutil
 import tempfile
 import unittest
+
+import brotli
 
 import harness
 from harness import Backend
@@ -23,10 +25,19 @@ INDEX = b"""<!doctype html><html><head><meta charset="utf-8"><title>compressed</
 
 ROUTES = """
 [[route]]
+path_prefix = "/static/"
+static = {{ alias = "{root}" }}
+compress = true
+
+[[route]]
+path_prefix = "/pre/"
+static = {{ alias = "{root}", precompressed = ["br"] }}
+
+[[route]]
 path_prefix = "/gzip/"
 prefix_rewrite = "/"
 cluster = "app"
-compress = { encodings = ["gzip"] }
+compress = {{ encodings = ["gzip"] }}
 
 [[route]]
 cluster = "app"
@@ -56,9 +67,11 @@ class BrowserDecodes(unittest.TestCase):
                            ("style.css", stylesheet())):
             with open(os.path.join(cls.root, name), "wb") as f:
                 f.write(data)
+            with open(os.path.join(cls.root, name + ".br"), "wb") as f:
+                f.write(brotli.compress(data))
         cls.backend = Backend("--document-root", cls.root, workers=1)
         cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
-                          catch_all=False, extra_config=ROUTES)
+                          catch_all=False, extra_config=ROUTES.format(root=cls.root))
 
     @classmethod
     def tearDownClass(cls):
@@ -101,6 +114,16 @@ class BrowserDecodes(unittest.TestCase):
     def test_over_cleartext(self):
         used = self.load(self.proxy.url)
         self.assertEqual(sum(used.values()), 3, used)
+
+    def test_files_from_the_proxys_own_root(self):
+        before = self.proxy.metric("portico_sendfile_bytes_total")
+        used = self.load(self.proxy.url + "/static")
+        self.assertEqual(sum(used.values()), 3, used)
+        self.assertEqual(self.proxy.metric("portico_sendfile_bytes_total"), before)
+
+    def test_precompressed_siblings_from_the_proxys_own_root(self):
+        used = self.load(f"https://localhost:{self.proxy.tls_port}/pre")
+        self.assertEqual(used, {"gzip": 0, "br": 0, "zstd": 0})  # served as they are
 
     def test_over_tls_a_newer_coding(self):
         used = self.load(f"https://localhost:{self.proxy.tls_port}")
