@@ -1,8 +1,7 @@
 // A route's `compress`: true takes the defaults, a table chooses, and every bad value is an
 // error at its FILE:LINE:COL; the media type patterns.
-#include "config/config_loader.h"
 #include "filters/compress_settings.h"
-#include "filters/registry.h"
+#include "route_config.h"
 
 #include <gtest/gtest.h>
 
@@ -12,16 +11,7 @@ namespace {
 using compression::Encoding;
 
 std::optional<config::Config> load(std::string_view compress, std::vector<std::string>* errors) {
-  std::string text = R"([[listener]]
-address = "127.0.0.1:8080"
-[[cluster]]
-name = "app"
-endpoints = ["127.0.0.1:9"]
-[[route]]
-cluster = "app"
-compress = )" + std::string(compress) +
-                     "\n";
-  return config::parse_config(text, "c.toml", errors, route_settings());
+  return load_route("cluster = \"app\"\ncompress = " + std::string(compress), errors);
 }
 
 const CompressSettings* settings(const config::Config& c) {

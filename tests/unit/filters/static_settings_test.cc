@@ -1,8 +1,7 @@
 // A route's `static`: root or alias, the defaults, every key, and each bad value (or bad
 // combination with the rest of the route) an error at its FILE:LINE:COL.
-#include "config/config_loader.h"
-#include "filters/registry.h"
 #include "filters/static_settings.h"
+#include "route_config.h"
 
 #include <gtest/gtest.h>
 
@@ -15,15 +14,7 @@ using Symlinks = server::StaticOptions::Symlinks;
 // A route with static = VALUE and the route keys given before it.
 std::optional<config::Config> load(std::string_view value, std::vector<std::string>* errors,
                                    std::string_view route_keys = "") {
-  std::string text = R"([[listener]]
-address = "127.0.0.1:8080"
-[[cluster]]
-name = "app"
-endpoints = ["127.0.0.1:9"]
-[[route]]
-)" + std::string(route_keys) +
-                     "static = " + std::string(value) + "\n";
-  return config::parse_config(text, "c.toml", errors, route_settings());
+  return load_route(std::string(route_keys) + "static = " + std::string(value), errors);
 }
 
 const StaticSettings* settings(const config::Config& c) {
