@@ -370,11 +370,11 @@ StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_vie
   if (auto old = index_.find(key); old != index_.end())
     erase(old->second);
   size_t need = key.size() + rel.size() + content.size() + kEntryOverhead;
+  if (need > opt_.cache_bytes || opt_.cache_entries == 0)
+    return nullptr; // it would empty the cache and still not fit
   while (!lru_.empty() &&
          (cached_bytes_ + need > opt_.cache_bytes || index_.size() >= opt_.cache_entries))
     erase(std::prev(lru_.end()));
-  if (need > opt_.cache_bytes || opt_.cache_entries == 0)
-    return nullptr;
   lru_.emplace_front();
   CacheEntry& e = lru_.front();
   e.key = key;
