@@ -1,11 +1,12 @@
 // A route's `compress`: responses in the route's content types compressed with the coding the
 // client weighs highest (compression/accept_encoding.h), streamed. Each body chunk is
-// compressed as it comes and the coder flushed once per loop pass, after every chunk the pass
-// brought, so a slow or paused stream (text/event-stream) reaches the client as it is sent,
-// never held for the end. Compression state exists only while a response is being compressed.
+// compressed as it comes; the coder is flushed once the upstream has paused for kFlushAfter,
+// so a slow or paused stream (text/event-stream) reaches the client as it is sent, never held
+// for the end, while a body that keeps coming pays no flush (each would add bytes: a flush per
+// loop pass made a 1 MiB file 0.08% larger than zlib's own output). Compression state exists
+// only while a response is being compressed.
 #include "compression/accept_encoding.h"
 #include "compression/encoder.h"
-#include "core/deferred_queue.h"
 #include "filters/compress_settings.h"
 #include "metrics/worker_metrics.h"
 #include "routing/filter.h"
@@ -26,13 +27,18 @@ http::Header* find(std::vector<http::Header>& fields, std::string_view name) {
   return nullptr;
 }
 
-class CompressFilter final : public routing::Filter, public core::Deferred {
+// A gap in the body this long (seconds) is a pause: what the coder holds goes out.
+constexpr ev_tstamp kFlushAfter = 0.005;
+
+class CompressFilter final : public routing::Filter {
 public:
-  CompressFilter(const CompressSettings& s, metrics::CompressionMetrics& m) : s_(s), m_(m) {}
+  CompressFilter(const CompressSettings& s, metrics::CompressionMetrics& m) : s_(s), m_(m) {
+    ev_init(&flush_timer_, &CompressFilter::on_pause);
+    flush_timer_.data = this;
+  }
   ~CompressFilter() override {
     if (loop_)
-      if (auto* q = core::DeferredQueue::of(loop_))
-        q->cancel(this);
+      ev_timer_stop(loop_, &flush_timer_);
   }
 
 private:
@@ -70,10 +76,12 @@ private:
     m_.bytes_in[encoding_].inc(data.size());
     if (!encode(data, end ? Encoder::Flush::FINISH : Encoder::Flush::NONE))
       return FilterStatus::STOP;
-    if (end)
+    if (end) {
       finish();
-    else if (auto* q = core::DeferredQueue::of(loop_))
-      q->add(this); // flushed once this pass's chunks are in
+    } else {
+      flush_timer_.repeat = kFlushAfter; // from the last chunk: a body that keeps coming
+      ev_timer_again(loop_, &flush_timer_); // never waits for it
+    }
     return FilterStatus::STOP;
   }
 
@@ -83,18 +91,23 @@ private:
     if (!encode({}, Encoder::Flush::FINISH))
       return FilterStatus::STOP;
     encoder_.reset();
+    ev_timer_stop(loop_, &flush_timer_);
     pass_response_trailers(trailers);
     return FilterStatus::STOP;
   }
 
-  void run_deferred() override {
-    if (encoder_ && !closed_)
-      encode({}, Encoder::Flush::SYNC);
+  static void on_pause(struct ev_loop* loop, ev_timer* w, int) {
+    auto* self = static_cast<CompressFilter*>(w->data);
+    ev_timer_stop(loop, w);
+    if (self->encoder_ && !self->closed_)
+      self->encode({}, Encoder::Flush::SYNC);
   }
 
   void on_exchange_close() override {
     // The coder may be mid-call (a send that aborted the exchange): it goes with the filter.
     closed_ = true;
+    if (loop_)
+      ev_timer_stop(loop_, &flush_timer_);
   }
 
   bool eligible(const routing::FilterResponseHead& head) const {
@@ -144,8 +157,7 @@ private:
 
   void finish() {
     encoder_.reset(); // its state goes back now, not when the exchange is freed
-    if (auto* q = core::DeferredQueue::of(loop_))
-      q->cancel(this);
+    ev_timer_stop(loop_, &flush_timer_);
     if (!closed_)
       pass_response_body({}, true);
   }
@@ -154,6 +166,7 @@ private:
   metrics::CompressionMetrics& m_;
   std::unique_ptr<Encoder> encoder_;
   struct ev_loop* loop_ = nullptr;
+  ev_timer flush_timer_;
   size_t encoding_ = 0;
   bool closed_ = false;
 };
