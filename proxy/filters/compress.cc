@@ -79,7 +79,7 @@ private:
     if (end) {
       finish();
     } else {
-      flush_timer_.repeat = kFlushAfter; // from the last chunk: a body that keeps coming
+      flush_timer_.repeat = kFlushAfter;    // from the last chunk: a body that keeps coming
       ev_timer_again(loop_, &flush_timer_); // never waits for it
     }
     return FilterStatus::STOP;
