@@ -59,9 +59,7 @@ public:
       return false;
     // Its place in a FIFO goes when the FIFO reaches it: a place whose key is gone, or was
     // stored again since (another generation), is skipped then.
-    (it->second.main ? main_used_ : small_used_) -= it->second.cost;
-    used_ -= it->second.cost;
-    entries_.erase(it);
+    remove(it);
     return true;
   }
 
@@ -94,6 +92,19 @@ private:
     return entries_.end();
   }
 
+  // Out of the accounts and the map; its FIFO place goes stale.
+  void remove(typename Map::iterator it) {
+    (it->second.main ? main_used_ : small_used_) -= it->second.cost;
+    used_ -= it->second.cost;
+    entries_.erase(it);
+  }
+  // Evicted to make room: the owner hears of it first.
+  void drop(typename Map::iterator it) {
+    if (evicted_)
+      evicted_(it->first, it->second.value);
+    remove(it);
+  }
+
   void evict() {
     if (small_used_ > small_capacity_ || main_used_ == 0)
       evict_small();
@@ -109,7 +120,6 @@ private:
     }
     Place place = std::move(small_.front());
     small_.pop_front();
-    const std::string& key = it->first;
     if (it->second.freq > 1) { // read again while small: promoted
       it->second.main = true;
       it->second.freq = 0;
@@ -118,12 +128,8 @@ private:
       main_.push_back(std::move(place));
       return;
     }
-    remember(key);
-    if (evicted_)
-      evicted_(key, it->second.value);
-    used_ -= it->second.cost;
-    small_used_ -= it->second.cost;
-    entries_.erase(it);
+    remember(it->first);
+    drop(it);
   }
 
   void evict_main() {
@@ -140,16 +146,12 @@ private:
         main_.push_back(std::move(place));
         continue;
       }
-      if (evicted_)
-        evicted_(it->first, it->second.value);
-      used_ -= it->second.cost;
-      main_used_ -= it->second.cost;
-      entries_.erase(it);
+      drop(it);
       return;
     }
   }
 
-  // The ghost FIFO holds as many hashes as main holds entries, at most.
+  // The ghost FIFO holds as many hashes as the cache holds entries (16 at least).
   void remember(const std::string& key) {
     size_t h = std::hash<std::string>{}(key);
     if (ghost_set_.insert(h).second)

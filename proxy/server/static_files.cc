@@ -54,9 +54,8 @@ int status_for_errno(int e) {
 
 constexpr std::string_view kSiblingExt[compression::kEncodingCount] = {".gz", ".br", ".zst"};
 
-bool same_version(const struct stat& st, dev_t dev, ino_t ino, int64_t size, timespec mtime) {
-  return st.st_dev == dev && st.st_ino == ino && st.st_size == size &&
-         st.st_mtim.tv_sec == mtime.tv_sec && st.st_mtim.tv_nsec == mtime.tv_nsec;
+FileVersion version_of(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_size, st.st_mtim};
 }
 
 bool newer_or_same(timespec a, timespec b) {
@@ -75,6 +74,8 @@ StaticFiles::StaticFiles(StaticOptions options) : opt_(std::move(options)) {
     root_ = buf;
   if (opt_.expires >= 0 && opt_.cache_control.empty())
     max_age_ = "max-age=" + std::to_string(opt_.expires);
+  for (const auto& name : opt_.index)
+    longest_index_ = std::max(longest_index_, name.size());
 }
 
 StaticFiles::~StaticFiles() {
@@ -137,11 +138,8 @@ int StaticFiles::serve_path(FileSink& sink, std::string_view raw, Want want) {
     return serve_entry(sink, *e);
   // The decoded path, with room for the longest index name and a sibling's extension.
   char rel[PATH_MAX];
-  size_t longest_index = 0;
-  for (const auto& name : opt_.index)
-    longest_index = std::max(longest_index, name.size());
   size_t len = 0;
-  if (int status = decode_path(raw, rel, sizeof rel - longest_index - 8, &len))
+  if (int status = decode_path(raw, rel, sizeof rel - longest_index_ - 8, &len))
     return status == 404 ? kMissing : respond_error(sink, status);
   std::string_view decoded(rel, len);
   if (has_dot_dot_segment(decoded))
@@ -193,7 +191,7 @@ int StaticFiles::serve_path(FileSink& sink, std::string_view raw, Want want) {
   if (CacheEntry* e = keep(raw, decoded, t, type, {}, now))
     return serve_entry(sink, *e);
   FileMeta m;
-  format_meta(m, type, t.size, t.mtime);
+  format_meta(m, type, t.version.size, t.version.mtime);
   return send_version(sink, m, {}, t.fd, true, false);
 }
 
@@ -209,8 +207,7 @@ StaticFiles::CacheEntry* StaticFiles::cached(std::string_view key, double now) {
       return nullptr;
     }
     ::close(t.fd);
-    if (t.directory || t.dev != e.dev || t.ino != e.ino || t.size != e.meta.size ||
-        t.mtime.tv_sec != e.mtime.tv_sec || t.mtime.tv_nsec != e.mtime.tv_nsec) {
+    if (t.directory || !(t.version == e.version)) {
       erase(it->second);
       return nullptr;
     }
@@ -314,10 +311,7 @@ int StaticFiles::open_beneath(const char* relative, Target& out) {
   }
   out.fd = fd;
   out.directory = S_ISDIR(st.st_mode);
-  out.dev = st.st_dev;
-  out.ino = st.st_ino;
-  out.size = st.st_size;
-  out.mtime = st.st_mtim;
+  out.version = version_of(st);
   return 0;
 }
 
@@ -347,12 +341,12 @@ StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_vie
                                            double now) {
   if (key.size() > kMaxCachedKey + 8)
     return nullptr;
-  bool in_memory = t.size <= static_cast<int64_t>(opt_.max_cached_file);
+  bool in_memory = t.version.size <= static_cast<int64_t>(opt_.max_cached_file);
   if (!in_memory && open_files_ >= opt_.max_open_files)
     return nullptr;
   std::string content;
   if (in_memory) {
-    content.resize(static_cast<size_t>(t.size));
+    content.resize(static_cast<size_t>(t.version.size));
     size_t got = 0;
     while (got < content.size()) {
       ssize_t n =
@@ -364,7 +358,7 @@ StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_vie
       got += static_cast<size_t>(n);
     }
     struct stat st;
-    if (::fstat(t.fd, &st) != 0 || !same_version(st, t.dev, t.ino, t.size, t.mtime))
+    if (::fstat(t.fd, &st) != 0 || !(version_of(st) == t.version))
       return nullptr; // written while we read: do not keep a torn copy
   }
   if (auto old = index_.find(key); old != index_.end())
@@ -387,11 +381,9 @@ StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_vie
     ++open_files_;
   }
   t.fd = -1;
-  format_meta(e.meta, type, t.size, t.mtime);
+  format_meta(e.meta, type, t.version.size, t.version.mtime);
   e.meta.content_encoding = coding;
-  e.dev = t.dev;
-  e.ino = t.ino;
-  e.mtime = t.mtime;
+  e.version = t.version;
   e.checked_at = now;
   if (!opt_.precompressed.empty() && coding.empty())
     e.siblings = find_siblings(e);
@@ -403,21 +395,31 @@ StaticFiles::CacheEntry* StaticFiles::keep(std::string_view key, std::string_vie
 uint8_t StaticFiles::find_siblings(const CacheEntry& e) {
   uint8_t mask = 0;
   char rel[PATH_MAX];
-  if (e.rel.size() + 8 >= sizeof rel)
-    return 0;
-  std::memcpy(rel, e.rel.data(), e.rel.size());
   for (auto c : opt_.precompressed) {
-    std::string_view ext = kSiblingExt[static_cast<size_t>(c)];
-    std::memcpy(rel + e.rel.size(), ext.data(), ext.size());
-    rel[e.rel.size() + ext.size()] = '\0';
     Target t;
-    if (open_path(rel, t) != 0)
-      continue;
-    ::close(t.fd);
-    if (!t.directory && newer_or_same(t.mtime, e.mtime))
+    if (open_sibling(e, c, rel, t)) {
+      ::close(t.fd);
       mask |= static_cast<uint8_t>(1u << static_cast<unsigned>(c));
+    }
   }
   return mask;
+}
+
+bool StaticFiles::open_sibling(const CacheEntry& e, compression::Encoding coding, char* rel,
+                               Target& t) {
+  std::string_view ext = kSiblingExt[static_cast<size_t>(coding)];
+  if (e.rel.size() + ext.size() >= PATH_MAX)
+    return false;
+  std::memcpy(rel, e.rel.data(), e.rel.size());
+  std::memcpy(rel + e.rel.size(), ext.data(), ext.size());
+  rel[e.rel.size() + ext.size()] = '\0';
+  if (open_path(rel, t) != 0)
+    return false;
+  if (!t.directory && newer_or_same(t.version.mtime, e.version.mtime))
+    return true;
+  ::close(t.fd);
+  t.fd = -1;
+  return false;
 }
 
 StaticFiles::CacheEntry* StaticFiles::variant(const CacheEntry& e, compression::Encoding coding,
@@ -433,21 +435,11 @@ StaticFiles::CacheEntry* StaticFiles::variant(const CacheEntry& e, compression::
   if (CacheEntry* v = cached(k, now))
     return v;
   char rel[PATH_MAX];
-  std::string_view ext = kSiblingExt[static_cast<size_t>(coding)];
-  if (e.rel.size() + ext.size() >= sizeof rel)
-    return nullptr;
-  std::memcpy(rel, e.rel.data(), e.rel.size());
-  std::memcpy(rel + e.rel.size(), ext.data(), ext.size());
-  rel[e.rel.size() + ext.size()] = '\0';
   Target t;
-  if (open_path(rel, t) != 0)
+  if (!open_sibling(e, coding, rel, t))
     return nullptr;
-  // Copies: keep() may evict e itself to make room.
-  std::string_view type = e.meta.content_type; // static storage
-  timespec original = e.mtime;
-  CacheEntry* v = nullptr;
-  if (!t.directory && newer_or_same(t.mtime, original))
-    v = keep(k, {rel, e.rel.size() + ext.size()}, t, type, token, now);
+  // keep() may evict e itself to make room: nothing of e is read after this point.
+  CacheEntry* v = keep(k, rel, t, e.meta.content_type, token, now);
   if (t.fd >= 0)
     ::close(t.fd);
   return v;

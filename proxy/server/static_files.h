@@ -51,6 +51,18 @@ struct StaticOptions {
   double revalidate_after = 1.0;      // seconds between checks of an entry against the disk
 };
 
+// Which version of a file: what a stat tells apart (a rewrite in place, or a rename over it).
+struct FileVersion {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int64_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileVersion& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
 class StaticFiles {
 public:
   // serve()'s answer when the request goes on to the route's upstream (try_files "@upstream").
@@ -89,10 +101,7 @@ private:
   struct Target {
     int fd = -1;
     bool directory = false;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    int64_t size = 0;
-    timespec mtime{};
+    FileVersion version;
   };
 
   struct CacheEntry {
@@ -101,9 +110,7 @@ private:
     std::string content; // a small file's bytes
     int fd = -1;         // or a larger one's descriptor
     FileMeta meta;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    timespec mtime{};
+    FileVersion version;
     double checked_at = 0; // ev_now() of the last check
     uint8_t siblings = 0;  // bit per coding: a fresh precompressed sibling exists
   };
@@ -127,6 +134,9 @@ private:
   CacheEntry* keep(std::string_view key, std::string_view rel, Target& t, std::string_view type,
                    std::string_view coding, double now);
   uint8_t find_siblings(const CacheEntry& e);
+  // Opens e's sibling for coding (rel: a PATH_MAX buffer for its path beneath the root): true,
+  // with t open, when it is a regular file at least as new as e's.
+  bool open_sibling(const CacheEntry& e, compression::Encoding coding, char* rel, Target& t);
   CacheEntry* variant(const CacheEntry& e, compression::Encoding coding, double now);
   void erase(Lru::iterator it);
   void add_cache_headers(http::ResponseHead& head, double now);
@@ -143,7 +153,8 @@ private:
   std::string root_; // canonical, no trailing slash (except for "/" itself)
   int root_fd_ = -1; // O_PATH, the anchor of every open
   bool have_openat2_ = true;
-  std::string max_age_; // "max-age=N" for expires without cache_control
+  size_t longest_index_ = 0; // of opt_.index: room kept for it after a decoded path
+  std::string max_age_;      // "max-age=N" for expires without cache_control
   time_t expires_for_ = 0;
   char expires_text_[29];
   Lru lru_;                                                   // most recently used first
