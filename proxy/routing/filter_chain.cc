@@ -326,29 +326,25 @@ void FilterChain::response_writable() {
 
 // ---- local replies and failures ----
 
-void FilterChain::respond(size_t i, const LocalReply& reply, const char* why) {
+bool FilterChain::start_answer(size_t i, int status, const char* why) {
   if (closed_)
-    return;
+    return false;
   if (response_begun_) {
-    fail(i, reply.status, "answered after the response began"); // too late: a reset
-    return;
+    fail(i, status, "answered after the response began"); // too late: a reset
+    return false;
   }
   answered_ = true;
-  terminal_->chain_answered(reply.status, why);
-  if (!closed_)
+  terminal_->chain_answered(status, why);
+  return !closed_;
+}
+
+void FilterChain::respond(size_t i, const LocalReply& reply, const char* why) {
+  if (start_answer(i, reply.status, why))
     reply_from(i, reply, i + 1);
 }
 
 void FilterChain::respond_head(size_t i, FilterResponseHead& head) {
-  if (closed_)
-    return;
-  if (response_begun_) {
-    fail(i, 500, "answered after the response began");
-    return;
-  }
-  answered_ = true;
-  terminal_->chain_answered(head.status, nullptr);
-  if (closed_)
+  if (!start_answer(i, head.status, nullptr))
     return;
   head.source = ResponseSource::LOCAL;
   response_top_ = static_cast<uint8_t>(i);

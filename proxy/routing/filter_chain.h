@@ -118,6 +118,9 @@ private:
   void run_response_head(size_t below, FilterResponseHead& head);
   void run_response_body(size_t below, std::string_view data, bool end);
   void run_response_trailers(size_t below, std::span<const http::Header> trailers);
+  // Filter i answers with status (why: a failure's reason): false when it cannot any more (the
+  // exchange closed, or the response had begun: then a reset). The upstream part is told.
+  bool start_answer(size_t i, int status, const char* why);
   // A reply goes through the response side of the filters below `below`; those below
   // `shapers` reshape it first (the answering filter too: its own answer may need its mapping).
   void reply_from(size_t below, LocalReply reply, size_t shapers);
