@@ -29,12 +29,21 @@ public:
 
   // The value for key, counted as a read; null when absent.
   V* find(std::string_view key) {
-    auto it = entries_.find(std::string(key));
+    auto it = entries_.find(key);
     if (it == entries_.end())
       return nullptr;
     if (it->second.freq < 3)
       ++it->second.freq;
     return &it->second.value;
+  }
+  // The same, not counted as a read (the owner updating its own entry).
+  V* peek(std::string_view key) {
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : &it->second.value;
+  }
+  template <typename F> void for_each_key(F&& f) const {
+    for (const auto& [k, e] : entries_)
+      f(k);
   }
   // Stores value under key (replacing one there) at cost bytes; false, nothing stored, when
   // it could never fit.
@@ -79,7 +88,11 @@ private:
     std::string key;
     uint64_t gen;
   };
-  using Map = std::unordered_map<std::string, Entry>;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Map = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
 
   // The entry at the FIFO's head, stale places skipped (popped).
   typename Map::iterator head_of(std::deque<Place>& q, bool main) {

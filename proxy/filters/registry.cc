@@ -12,6 +12,7 @@ namespace portico::filters {
 #define PORTICO_FILTERS(X)                                                                         \
   X(compress, OWN_KEY)          /* compress: last to see a response, it compresses what leaves */  \
   X(grpc, BUILT_IN)             /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */     \
+  X(cache, OWN_KEY)             /* cache: before every edit, keyed on the request as it came */    \
   X(route_timeout, BUILT_IN)    /* timeout: a deadline for the whole response */                   \
   X(retry_overrides, BUILT_IN)  /* retry_on_reset, retry_non_idempotent */                         \
   X(redirect, BUILT_IN)         /* redirect: answered here */                                      \

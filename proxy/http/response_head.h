@@ -14,6 +14,8 @@ struct ResponseHead {
 
   int status = 200;
   int64_t content_length = -1; // -1: unknown, the body is streamed (chunked on HTTP/1.1)
+  // The Date field to send (a stored response keeps the one its origin gave it); empty: now.
+  std::string_view date;
   std::array<Header, kMaxHeaders> headers;
   size_t header_count = 0;
   // Fields after those, as many as there are: an upstream's response head passed on (apps send

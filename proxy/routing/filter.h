@@ -54,6 +54,10 @@ struct FilterResponseHead {
   std::vector<http::Header>* fields = nullptr; // header fields, lower-case names
   ResponseSource source = ResponseSource::UPSTREAM;
   bool tunnel = false; // the 101 (or HTTP/2 200) that opens a WebSocket tunnel
+  // The upstream's Date field, for filters to read (the client is sent the proxy's own, as
+  // nginx does, unless date is set); empty for a local reply or when it sent none.
+  std::string_view upstream_date;
+  std::string_view date; // the Date the client is sent; empty: now
 };
 
 // An answer the proxy makes itself, before it becomes a head and a body: each filter on the
@@ -132,6 +136,12 @@ protected:
   // on_response_writable. From a step, return STOP after it.
   void respond_head(FilterResponseHead& head);
   bool response_blocked() const;
+  // From on_response_head: this filter answers in place of that response, with the head as
+  // it leaves the step (edited in place, CONTINUE) and a body of its own made as after
+  // respond_head, starting from on_response_writable once the head has passed. The response's
+  // own body and trailers go no further than here (an upstream's is still read to its end, so
+  // its connection is kept). A cache answers a 304 or a 503 with what it stored this way.
+  void replace_response();
   // The rest of such a body is length bytes of fd from offset, sent by the kernel (sendfile)
   // when nothing between here and the socket reads them; it takes fd. False, fd untouched:
   // the bytes must pass through (read them into pass_response_body).

@@ -43,6 +43,9 @@ void Filter::respond_head(FilterResponseHead& head) {
 bool Filter::response_blocked() const {
   return chain_->response_blocked();
 }
+void Filter::replace_response() {
+  chain_->replace_response(index_);
+}
 bool Filter::send_response_file(int fd, int64_t offset, int64_t length) {
   return chain_->send_response_file(index_, fd, offset, length);
 }
@@ -196,11 +199,15 @@ void FilterChain::response_head(FilterResponseHead& head) {
 }
 
 void FilterChain::response_body(std::string_view data, bool end) {
+  if (drop_at_ != kNone)
+    return; // a filter answers in its place
   run_response_body(response_top_, data, end);
   check_response_level();
 }
 
 void FilterChain::response_trailers(std::span<const http::Header> trailers) {
+  if (drop_at_ != kNone)
+    return;
   run_response_trailers(response_top_, trailers);
 }
 
@@ -215,6 +222,10 @@ void FilterChain::run_response_head(size_t below, FilterResponseHead& head) {
     }
   }
   send_head_to_client(head);
+  if (kick_ && !closed_) {
+    kick_ = false; // a replacing filter's body may start
+    response_writable();
+  }
 }
 
 void FilterChain::run_response_body(size_t below, std::string_view data, bool end) {
@@ -225,6 +236,8 @@ void FilterChain::run_response_body(size_t below, std::string_view data, bool en
       queue_body(response_queue_, data, end);
       return;
     }
+    if (i == drop_at_)
+      return; // a local reply's body, which this filter replaced
     if (filters_[i]->on_response_body(data, end) == FilterStatus::STOP)
       return;
   }
@@ -240,6 +253,8 @@ void FilterChain::run_response_trailers(size_t below, std::span<const http::Head
       queue_trailers(response_queue_, trailers);
       return;
     }
+    if (i == drop_at_)
+      return;
     if (filters_[i]->on_response_trailers(trailers) == FilterStatus::STOP)
       return;
   }
@@ -255,6 +270,8 @@ void FilterChain::hold_response_head(size_t at, const FilterResponseHead& head) 
       held_fields_.push_back({ex_->arena().copy(f.name), ex_->arena().copy(f.value)});
   held_head_ = head;
   held_head_.fields = &held_fields_;
+  held_head_.upstream_date = ex_->arena().copy(head.upstream_date);
+  held_head_.date = ex_->arena().copy(head.date);
   response_at_ = static_cast<uint8_t>(at);
   response_held_ = true;
 }
@@ -286,6 +303,7 @@ void FilterChain::send_head_to_client(FilterResponseHead& head) {
   out.content_length = head.content_length;
   if (head.fields)
     out.more = *head.fields;
+  out.date = head.date;
   if (head.tunnel)
     ex_->start_tunnel(out);
   else
@@ -351,6 +369,14 @@ void FilterChain::respond_head(size_t i, FilterResponseHead& head) {
   response_begun_ = true;
   producing_ = true;
   run_response_head(i, head);
+}
+
+void FilterChain::replace_response(size_t i) {
+  assert(!response_held_ && response_top_ > i && "replace_response from on_response_head");
+  drop_at_ = static_cast<uint8_t>(i);
+  response_top_ = static_cast<uint8_t>(i);
+  producing_ = true;
+  kick_ = true;
 }
 
 bool FilterChain::send_response_file(size_t i, int fd, int64_t offset, int64_t length) {

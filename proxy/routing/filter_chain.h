@@ -86,6 +86,7 @@ public:
   void respond(size_t i, const LocalReply& reply, const char* why = nullptr);
   void respond_head(size_t i, FilterResponseHead& head);
   bool response_blocked() const { return response_high_ || ex_->above_high_watermark(); }
+  void replace_response(size_t i);
   bool send_response_file(size_t i, int fd, int64_t offset, int64_t length);
   // The client took bytes (the exchange's on_response_writable): a filter making the response
   // may go on.
@@ -163,6 +164,9 @@ private:
   bool response_held_ = false;
   bool response_high_ = false; // response_held() went above the high watermark
   bool producing_ = false;     // filters_[response_top_] makes the body (respond_head)
+  bool kick_ = false;          // ... and starts once the head has passed (replace_response)
+  static constexpr uint8_t kNone = 0xff;
+  uint8_t drop_at_ = kNone; // the filter that replaced the response: what comes down stops here
   FilterResponseHead held_head_;
   std::vector<http::Header> held_fields_;
   Queue response_queue_;

@@ -256,14 +256,18 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
   thread_local std::vector<http::Header> fields;
   fields.clear();
   bool has_connection = false;
+  std::string_view date;
   for (const auto& f : h.headers) {
     // Date and Server are the proxy's own, as nginx does; framing is re-decided per client.
     has_connection |= f.name == "connection";
+    if (f.name == "date")
+      date = date.data() ? std::string_view("") : f.value; // two: as good as none
     if (upstream::is_hop_by_hop(f.name) || f.name == "content-length" || f.name == "date" ||
         f.name == "server")
       continue;
     fields.push_back(f);
   }
+
   // Fields the upstream's Connection names are for this hop only (RFC 9110 7.6.1): rare, so
   // a second pass only then.
   if (has_connection)
@@ -284,13 +288,15 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     return;
   }
   response_began(h.status);
-  send_response_head(h.status, h.chunked ? -1 : h.content_length, fields, false);
+  send_response_head(h.status, h.chunked ? -1 : h.content_length, fields, false, date);
 }
 
 void ProxiedExchange::send_response_head(int status, int64_t content_length,
-                                         std::vector<http::Header>& fields, bool tunnel) {
+                                         std::vector<http::Header>& fields, bool tunnel,
+                                         std::string_view date) {
   if (chain_) {
     FilterResponseHead head{status, content_length, &fields, ResponseSource::UPSTREAM, tunnel};
+    head.upstream_date = date;
     chain_->response_head(head);
     return;
   }

@@ -110,8 +110,9 @@ private:
   void response_began(int status);
   // The upstream's 101 to a TUNNEL request: the client's side opens too.
   void open_tunnel(std::span<const http::Header> fields);
+  // date: the upstream's Date field, for the filters.
   void send_response_head(int status, int64_t content_length, std::vector<http::Header>& fields,
-                          bool tunnel);
+                          bool tunnel, std::string_view date = {});
   // The client is held back while either holder wants it; the upstream while the client's
   // buffer or the chain's is above its high watermark.
   static constexpr uint8_t kHeldByUpstream = 1, kHeldByChain = 2;

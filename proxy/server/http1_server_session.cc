@@ -357,7 +357,7 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
   out.append("\r\nserver: ");
   out.append(ctx.limits().server_name);
   out.append("\r\ndate: ");
-  out.append(core::http_date_now());
+  out.append(head.date.empty() ? core::http_date_now() : head.date);
   out.append("\r\n");
   head.for_each([&](const http::Header& h) { http::append_field(out, h.name, h.value); });
   if (head.content_length >= 0 && !(http::status_has_no_body(head.status))) {

@@ -273,7 +273,7 @@ void Http2ServerSession::submit_response(Http2Exchange& st, const http::Response
   nv.clear();
   nv.push_back(make_nv(":status", {status, 3}));
   nv.push_back(make_nv("server", ctx.limits().server_name));
-  nv.push_back(make_nv("date", core::http_date_now()));
+  nv.push_back(make_nv("date", head.date.empty() ? core::http_date_now() : head.date));
   head.for_each([&](const http::Header& h) { nv.push_back(make_nv(h.name, h.value)); });
   if (head.content_length >= 0 && !http::status_has_no_body(head.status)) {
     length_len = static_cast<size_t>(

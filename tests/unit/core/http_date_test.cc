@@ -32,10 +32,25 @@ TEST(HttpDate, RoundTrips) {
   }
 }
 
+TEST(HttpDate, ParsesTheObsoleteFormatsRecipientsMustAccept) {
+  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), 784111777); // RFC 850
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994"), 784111777);       // asctime
+  EXPECT_EQ(parse_http_date("Sun Nov 06 08:49:37 1994"), 784111777);
+  EXPECT_EQ(parse_http_date("Thu, 29 Feb 2024 00:00:00 GMT"), 1709164800);
+}
+
 TEST(HttpDate, RefusesOtherFormats) {
   for (const char* bad : {
-           "Sunday, 06-Nov-94 08:49:37 GMT", // RFC 850
-           "Sun Nov  6 08:49:37 1994",       // asctime
+           "Sunday, 06-Nov-94 08:49:37 UTC",
+           "Sun Nov  6 08:49:37 1994 ",
+           "sun, 06 Nov 1994 08:49:37 GMT", // HTTP-date is case-sensitive
+           "Sun, 06 nov 1994 08:49:37 GMT",
+           "Sun, 06 Nov 1994 08:49:37 gmt",
+           "Thu, 29 Feb 2023 00:00:00 GMT",
+           "Sun, 06 Nov 1994 8:49:37 GMT",
+           "Sun, 06-Nov-1994 08:49:37 GMT",
+           "Sun, 06 Nov 94 08:49:37 GMT",
+           "0",
            "Sun, 06 Nov 1994 08:49:37 UTC",
            "Sun, 06 Nov 1994 08:49:37 +0000",
            "Sun, 6 Nov 1994 08:49:37 GMT",

@@ -1,0 +1,140 @@
+#include "cache/stored_response.h"
+
+#include <algorithm>
+
+namespace portico::cache {
+
+namespace {
+
+// Fields the body depends on: a 304 never changes them (RFC 9111 3.2).
+bool body_field(std::string_view n) {
+  return n == "content-encoding" || n == "content-length" || n == "content-md5" ||
+         n == "content-range" || n == "etag";
+}
+
+bool listed(std::string_view list, std::string_view name) {
+  bool found = false;
+  for_each_listed(list, [&](std::string_view item) { found |= http::iequals(item, name); });
+  return found;
+}
+
+// Copies fields into r's text, then points r's views at it (text must not grow after).
+void set_fields(StoredResponse& r, std::span<const http::Header> fields) {
+  size_t size = 0;
+  for (const auto& f : fields)
+    size += f.name.size() + f.value.size();
+  r.text.clear();
+  r.text.reserve(size);
+  std::vector<std::pair<size_t, size_t>> at;
+  at.reserve(fields.size());
+  for (const auto& f : fields) {
+    at.emplace_back(r.text.size(), f.name.size());
+    r.text.append(f.name);
+    r.text.append(f.value);
+  }
+  r.fields.clear();
+  r.fields.reserve(fields.size());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::string_view name(r.text.data() + at[i].first, at[i].second);
+    std::string_view value(r.text.data() + at[i].first + at[i].second, fields[i].value.size());
+    r.fields.push_back({name, value});
+    if (name == "etag")
+      r.etag = value;
+    else if (name == "last-modified")
+      r.last_modified = value;
+  }
+}
+
+} // namespace
+
+void StoredBody::append(std::string_view data) {
+  bytes.append(data);
+  tell();
+}
+
+void StoredBody::finish(bool ok) {
+  complete = ok;
+  failed = !ok;
+  tell();
+}
+
+void StoredBody::unwatch(BodyWatcher* w) {
+  std::erase(watchers, w);
+}
+
+void StoredBody::tell() {
+  // A watcher may stop watching (its exchange ended) while it is told.
+  auto now = watchers;
+  for (BodyWatcher* w : now)
+    if (std::find(watchers.begin(), watchers.end(), w) != watchers.end())
+      w->on_body_grew();
+}
+
+size_t StoredResponse::cost() const {
+  size_t n = sizeof(StoredResponse) + text.capacity() + fields.capacity() * sizeof(http::Header) +
+             date.capacity() + vary_key.capacity();
+  for (const auto& v : vary_names)
+    n += sizeof(v) + v.capacity();
+  if (body)
+    n += sizeof(StoredBody) + std::max(body->bytes.capacity(), body->bytes.size());
+  return n;
+}
+
+bool unstorable_field(std::string_view n) {
+  return n == "connection" || n == "keep-alive" || n == "proxy-connection" ||
+         n == "transfer-encoding" || n == "te" || n == "upgrade" || n == "trailer" ||
+         n == "proxy-authenticate" || n == "proxy-authentication-info" ||
+         n == "proxy-authorization" || n == "age" || n == "date" || n == "content-length";
+}
+
+std::shared_ptr<StoredResponse> make_stored(int status, std::span<const http::Header> fields,
+                                            const CacheControl& cc, std::string_view date) {
+  auto r = std::make_shared<StoredResponse>();
+  r->status = status;
+  r->date = date;
+  thread_local std::vector<http::Header> kept;
+  kept.clear();
+  for (const auto& f : fields) {
+    if (unstorable_field(f.name))
+      continue;
+    if (!cc.no_cache_fields.empty() && listed(cc.no_cache_fields, f.name))
+      continue;
+    if (!cc.private_fields.empty() && listed(cc.private_fields, f.name))
+      continue;
+    kept.push_back(f);
+  }
+  set_fields(*r, kept);
+  return r;
+}
+
+std::shared_ptr<StoredResponse>
+updated_by(const StoredResponse& old, std::span<const http::Header> fields, std::string_view date) {
+  auto r = std::make_shared<StoredResponse>();
+  r->status = old.status;
+  r->date = date.empty() ? old.date : std::string(date);
+  r->auth_ok = old.auth_ok;
+  r->vary_names = old.vary_names;
+  r->vary_key = old.vary_key;
+  r->length = old.length;
+  r->body = old.body;
+  auto replaced = [&](std::string_view name) {
+    if (body_field(name) || unstorable_field(name))
+      return false;
+    for (const auto& f : fields)
+      if (f.name == name)
+        return true;
+    return false;
+  };
+  thread_local std::vector<http::Header> merged;
+  merged.clear();
+  for (const auto& f : old.fields)
+    if (!replaced(f.name))
+      merged.push_back(f);
+  for (const auto& f : fields)
+    if (!body_field(f.name) && !unstorable_field(f.name))
+      merged.push_back(f);
+  set_fields(*r, merged);
+  return r;
+}
+
+} // namespace portico::cache

@@ -1,0 +1,531 @@
+// A route's `cache`: an HTTP cache (RFC 9111) in front of its cluster. A GET finds its key's
+// variants in the worker's store (cache/memory_store.h) and is answered from one that is fresh
+// enough for it; a stale one with a validator is revalidated (the request goes upstream made
+// conditional, and a 304 refreshes what is stored and answers from it); a miss goes upstream
+// and its response, if storable, is kept as it passes. Misses for a key another request is
+// already fetching wait for that fetch (bounded by lock_timeout) and are answered from it as
+// its body arrives (filters/cache_fill.h). Unsafe methods invalidate the URL and the
+// Location and Content-Location they answer with. Every response that passed the cache says
+// how in Cache-Status (RFC 9211).
+#include "cache/answer.h"
+#include "cache/vary.h"
+#include "filters/cache_zone.h"
+#include "filters/route_factory.h"
+#include "routing/filter.h"
+
+#include <charconv>
+
+namespace portico::filters {
+
+namespace {
+
+using routing::FilterStatus;
+
+// parts joined, in the exchange's arena.
+std::string_view joined(http::Arena& arena, std::initializer_list<std::string_view> parts) {
+  size_t n = 0;
+  for (auto p : parts)
+    n += p.size();
+  char* out = arena.allocate(n);
+  size_t at = 0;
+  for (auto p : parts) {
+    std::copy(p.begin(), p.end(), out + at);
+    at += p.size();
+  }
+  return {out, n};
+}
+
+bool safe_method(std::string_view m) {
+  return m == "GET" || m == "HEAD" || m == "OPTIONS" || m == "TRACE";
+}
+
+// The directives in charge of a response: the targeted field's when it has one (RFC 9213),
+// else Cache-Control's.
+cache::CacheControl response_directives(const CacheSettings& s,
+                                        std::span<const http::Header> fields) {
+  for (const auto& name : s.targeted) {
+    cache::CacheControl t = cache::parse_cache_control(fields, name);
+    if (t.present)
+      return t;
+  }
+  return cache::parse_cache_control(fields, "cache-control");
+}
+
+class CacheFilter final : public routing::Filter, public CacheFill::Waiter, cache::BodyWatcher {
+public:
+  explicit CacheFilter(CacheZone& zone) : zone_(zone) {}
+  ~CacheFilter() override { release(); }
+
+private:
+  // ---- the request ----
+
+  FilterStatus on_request_head(http::RequestHead& req) override {
+    loop_ = exchange().loop();
+    request_time_ = now();
+    if (!safe_method(req.method)) {
+      unsafe_ = true; // answered with success, it invalidates (on_response_head)
+      return FilterStatus::CONTINUE;
+    }
+    if (req.method != "GET" && req.method != "HEAD")
+      return FilterStatus::CONTINUE;
+    req_cc_ = cache::parse_cache_control(req.headers, "cache-control");
+    cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key_);
+    authorized_ = req.find("authorization") != nullptr;
+    if (req_cc_.no_store) {
+      status_ = "fwd=bypass";
+      return FilterStatus::CONTINUE; // neither answered from the store nor stored
+    }
+    cache::Variants* v = zone_.store.find(key_);
+    pass_ = v && v->pass_until > request_time_;
+    lookup_ = v ? select(*v, req) : nullptr;
+    status_ = !v || v->list.empty() ? "fwd=uri-miss" : lookup_ ? "fwd=stale" : "fwd=vary-miss";
+    if (lookup_) {
+      switch (cache::reuse_of(lookup_->fresh, req_cc_, request_time_)) {
+      case cache::Reuse::FRESH: answer_now(lookup_, "hit"); return FilterStatus::STOP;
+      case cache::Reuse::STALE_OK: answer_now(lookup_, "hit"); return FilterStatus::STOP;
+      case cache::Reuse::REVALIDATE:
+        if (req_cc_.no_cache || lookup_->fresh.no_cache)
+          status_ = "fwd=request";
+        break;
+      }
+    }
+    if (req_cc_.only_if_cached) {
+      fail_reply(504);
+      return FilterStatus::STOP;
+    }
+    if (lookup_ && (!lookup_->etag.empty() || !lookup_->last_modified.empty())) {
+      make_conditional(req);
+      return FilterStatus::CONTINUE;
+    }
+    stale_ = lookup_; // stale and no validator: fetched anew, but kept for stale-if-error
+    lookup_ = nullptr;
+    return join_or_fetch(req);
+  }
+
+  // The stored variant req selects (RFC 9111 4.1), the newest first; null when none does.
+  const cache::StoredResponse* select(cache::Variants& v, const http::RequestHead& req) {
+    thread_local std::string vary;
+    for (auto& r : v.list) {
+      cache::vary_key(r->vary_names, req.headers, vary);
+      if (vary != r->vary_key)
+        continue;
+      if (authorized_ && !r->auth_ok)
+        return nullptr; // a shared cache answers a request with credentials only when allowed
+      held_ = r;        // stays while this request uses it, even if the store lets it go
+      return r.get();
+    }
+    return nullptr;
+  }
+
+  // Asks the origin whether the stored response is still good: its validators replace the
+  // client's own (the client's are answered here, from what comes back).
+  void make_conditional(http::RequestHead& req) {
+    validating_ = true;
+    client_fields_.assign(req.headers.begin(), req.headers.end());
+    for (const auto& h : req.headers)
+      if (h.name == "if-none-match" || h.name == "if-modified-since" || h.name == "if-range" ||
+          h.name == "if-match" || h.name == "if-unmodified-since" || h.name == "range")
+        client_conditional_ = true;
+    std::erase_if(req.headers, [](const http::Header& h) {
+      return h.name == "if-none-match" || h.name == "if-modified-since";
+    });
+    if (!lookup_->etag.empty())
+      req.headers.push_back({"if-none-match", lookup_->etag});
+    if (!lookup_->last_modified.empty())
+      req.headers.push_back({"if-modified-since", lookup_->last_modified});
+  }
+
+  FilterStatus join_or_fetch(http::RequestHead& req) {
+    if (zone_.settings.lock_timeout <= 0 || req.is_head() || pass_)
+      return FilterStatus::CONTINUE;
+    CacheFill* fill = zone_.fill_for(key_);
+    if (!fill) {
+      fill_ = zone_.start_fill(key_);
+      return FilterStatus::CONTINUE;
+    }
+    if (fill->response()) {
+      fill_ready(*fill);
+      return answered_ ? FilterStatus::STOP : FilterStatus::CONTINUE;
+    }
+    fill->wait(this);
+    waiting_ = fill;
+    ev_timer_init(&wait_timer_, &CacheFilter::on_wait_timeout, zone_.settings.lock_timeout, 0);
+    wait_timer_.data = this;
+    ev_timer_start(loop_, &wait_timer_);
+    return FilterStatus::STOP;
+  }
+
+  static void on_wait_timeout(struct ev_loop*, ev_timer* w, int) {
+    auto* self = static_cast<CacheFilter*>(w->data);
+    if (self->waiting_)
+      self->waiting_->leave(self);
+    self->fill_gone(); // the fetch is taking too long: this one goes itself
+  }
+
+  // CacheFill::Waiter: the fill this request waited on has a stored response to share, or
+  // none (it was not storable, or the fetch failed): then it goes upstream itself.
+  void fill_ready(CacheFill& fill) override {
+    bool held = stop_waiting();
+    const auto& req = exchange().request();
+    auto r = fill.response();
+    thread_local std::string vary;
+    if (r) {
+      cache::vary_key(r->vary_names, req.headers, vary);
+      if (vary == r->vary_key && (!authorized_ || r->auth_ok) &&
+          (r->fresh.ttl(now()) > 0 ||
+           cache::reuse_of(r->fresh, req_cc_, now()) != cache::Reuse::REVALIDATE)) {
+        held_ = r;
+        zone_.counts.collapsed++;
+        answer_now(held_.get(), "hit; detail=collapsed");
+        return;
+      }
+    }
+    if (held)
+      continue_request(); // upstream after all: the head was held here
+  }
+  void fill_gone() override {
+    if (stop_waiting() && !answered_)
+      continue_request(); // upstream after all: the head was held here
+  }
+  // Whether this request was waiting (its head held here).
+  bool stop_waiting() {
+    if (!waiting_)
+      return false;
+    waiting_ = nullptr;
+    ev_timer_stop(loop_, &wait_timer_);
+    return true;
+  }
+
+  // ---- the response ----
+
+  FilterStatus on_response_head(routing::FilterResponseHead& head) override {
+    if (unsafe_) {
+      if (head.status >= 200 && head.status < 400 &&
+          head.source == routing::ResponseSource::UPSTREAM)
+        invalidate(*head.fields);
+      return FilterStatus::CONTINUE;
+    }
+    if (key_.empty() || head.tunnel)
+      return FilterStatus::CONTINUE;
+    time_t t = now();
+    if (validating_ && head.status == 304 && head.source == routing::ResponseSource::UPSTREAM) {
+      refresh(*head.fields, head.upstream_date, t);
+      replace_with(head, "fwd=stale; fwd-status=304");
+      return FilterStatus::CONTINUE;
+    }
+    if (const cache::StoredResponse* stale = lookup_ ? lookup_ : stale_;
+        stale && head.status >= 500 && usable_on_error(*stale, t)) {
+      lookup_ = stale;
+      zone_.counts.stale++;
+      replace_with(head, "fwd=stale; detail=stale-if-error");
+      return FilterStatus::CONTINUE;
+    }
+    head.date = head.upstream_date; // what is stored is what was sent: the origin's Date
+    if (head.source == routing::ResponseSource::UPSTREAM && !exchange().request().is_head())
+      store_begin(head, t);
+    if (!storing_ && fill_) { // the waiters go upstream, and misses to come do not wait
+      zone_.end_fill(fill_, authorized_ ? 0 : t + zone_.settings.pass_for);
+      fill_ = nullptr;
+    }
+    add_status(*head.fields, storing_ ? "; stored" : "");
+    return FilterStatus::CONTINUE;
+  }
+
+  FilterStatus on_response_body(std::string_view& data, bool end) override {
+    if (storing_) {
+      if (body_->bytes.size() + data.size() > zone_.settings.max_object) {
+        give_up();
+      } else {
+        body_->append(data);
+        if (end)
+          store_end();
+      }
+    }
+    return FilterStatus::CONTINUE;
+  }
+
+  FilterStatus on_response_trailers(std::span<const http::Header>& trailers) override {
+    if (storing_)
+      give_up(); // trailers are not stored: the response cannot be given again whole
+    return FilterStatus::CONTINUE;
+  }
+
+  void store_begin(routing::FilterResponseHead& head, time_t t) {
+    const auto& s = zone_.settings;
+    if (validating_ || lookup_)
+      zone_.counts.misses++;
+    auto cc = response_directives(s, *head.fields);
+    if (!storable(head, cc))
+      return;
+    int64_t cl = head.content_length;
+    if (cl > static_cast<int64_t>(s.max_object))
+      return;
+    std::vector<std::string> names;
+    if (!cache::vary_names(*head.fields, names))
+      return;
+    auto r = cache::make_stored(head.status, *head.fields, cc, head.upstream_date);
+    r->fresh = cache::freshness_of(head.status, cc, *head.fields, head.upstream_date, request_time_,
+                                   t, s.freshness);
+    r->auth_ok = !authorized_ || cc.public_ || cc.must_revalidate || cc.s_maxage >= 0;
+    r->vary_names = std::move(names);
+    cache::vary_key(r->vary_names, exchange().request().headers, r->vary_key);
+    r->length = cl;
+    r->body = body_ = std::make_shared<cache::StoredBody>();
+    if (cl > 0)
+      body_->bytes.reserve(static_cast<size_t>(cl));
+    filling_ = std::move(r);
+    storing_ = true;
+    if (fill_)
+      zone_.share_fill(fill_, filling_);
+    if (cl == 0)
+      store_end();
+  }
+
+  // stale-if-error (RFC 5861 4): the origin failed, and the stored response may stand in.
+  bool usable_on_error(const cache::StoredResponse& r, time_t t) const {
+    const auto& f = r.fresh;
+    if (f.no_cache || req_cc_.no_cache || (f.no_stale && f.ttl(t) <= 0))
+      return false;
+    return f.ttl(t) + f.stale_if_error > 0;
+  }
+
+  // RFC 9111 3: what a shared cache may store. A no-store response is not even taken in.
+  bool storable(const routing::FilterResponseHead& head, const cache::CacheControl& cc) const {
+    int status = head.status;
+    if (status < 200 || status == 206 || status == 304)
+      return false;
+    if (cc.must_understand ? !cache::understood_status(status) : cc.no_store)
+      return false;
+    if (cc.private_)
+      return false;
+    if (authorized_ && !cc.public_ && !cc.must_revalidate && cc.s_maxage < 0)
+      return false;
+    bool expires = false, last_modified = false;
+    for (const auto& f : *head.fields) {
+      expires |= f.name == "expires";
+      last_modified |= f.name == "last-modified";
+    }
+    return cc.public_ || expires || cc.max_age != cache::CacheControl::kAbsent ||
+           cc.s_maxage != cache::CacheControl::kAbsent ||
+           (cache::heuristically_cacheable(status) && last_modified) || cc.no_cache;
+  }
+
+  void store_end() {
+    storing_ = false;
+    filling_->length = static_cast<int64_t>(body_->bytes.size());
+    body_->bytes.shrink_to_fit();
+    body_->finish(true);
+    zone_.store.put(key_, filling_);
+    if (fill_)
+      zone_.end_fill(fill_, 0);
+    fill_ = nullptr;
+  }
+
+  void give_up() {
+    storing_ = false;
+    body_->finish(false);
+    if (fill_)
+      zone_.end_fill(fill_, 0);
+    fill_ = nullptr;
+  }
+
+  // A 304 to our conditional request: the stored response, with the 304's fields, is
+  // stored again and answers.
+  void refresh(std::span<const http::Header> fields, std::string_view date, time_t t) {
+    auto r = cache::updated_by(*lookup_, fields, date);
+    auto cc = response_directives(zone_.settings, r->fields);
+    r->fresh = cache::freshness_of(r->status, cc, r->fields, r->date, request_time_, t,
+                                   zone_.settings.freshness);
+    zone_.store.put(key_, r);
+    zone_.counts.revalidated++;
+    held_ = std::move(r);
+    lookup_ = held_.get();
+  }
+
+  void invalidate(std::span<const http::Header> fields) {
+    const auto& req = exchange().request();
+    thread_local std::string key;
+    cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
+    zone_.store.erase(key);
+    for (const auto& f : fields) {
+      if (f.name != "location" && f.name != "content-location")
+        continue;
+      std::string_view target = f.value;
+      std::string prefix = std::string(req.scheme) + "://" + std::string(req.authority);
+      if (target.starts_with(prefix))
+        target.remove_prefix(prefix.size()); // the same origin only (RFC 9111 4.4)
+      if (!target.starts_with('/'))
+        continue;
+      cache::build_key(zone_.settings.key, req.scheme, req.authority, target, req.headers, key);
+      zone_.store.erase(key);
+    }
+  }
+
+  // ---- answering from the store ----
+
+  void answer_now(const cache::StoredResponse* r, std::string_view status) {
+    routing::FilterResponseHead head;
+    if (status == "hit")
+      zone_.counts.hits++;
+    build(*r, status, exchange().request(), head);
+    answered_ = true;
+    respond_head(head);
+    produce();
+  }
+
+  // Answers with lookup_ in place of the response whose head this is.
+  void replace_with(routing::FilterResponseHead& head, std::string_view status) {
+    if (!client_fields_.empty() || client_conditional_) {
+      // The client's own conditions are judged against what is stored.
+      auto& req = exchange().mutable_request();
+      req.headers.assign(client_fields_.begin(), client_fields_.end());
+    }
+    build(*lookup_, status, exchange().request(), head);
+    answered_ = true;
+    replace_response();
+  }
+
+  void build(const cache::StoredResponse& r, std::string_view status, const http::RequestHead& req,
+             routing::FilterResponseHead& head) {
+    cache_status_ = joined(exchange().arena(), {zone_.settings.name, "; ", status});
+    auto a = cache::answer_from(r, req, now(), cache_status_, fields_, age_, content_range_);
+    head.status = a.status;
+    head.content_length = a.content_length;
+    head.fields = &fields_;
+    head.source = routing::ResponseSource::LOCAL;
+    head.date = a.date;
+    body_read_ = r.body;
+    pos_ = a.offset;
+    end_ = a.length < 0 ? -1 : a.offset + a.length;
+    if (req.is_head() || a.length == 0)
+      end_ = pos_;
+    if (body_read_ && !body_read_->complete && end_ != pos_)
+      body_read_->watch(this);
+  }
+
+  void on_body_grew() override { produce(); }
+  void on_response_writable() override { produce(); }
+
+  void produce() {
+    if (!body_read_ || producing_ || closed_)
+      return;
+    producing_ = true;
+    const auto& bytes = body_read_->bytes;
+    while (!closed_ && !response_blocked()) {
+      int64_t have = static_cast<int64_t>(bytes.size());
+      int64_t stop = end_ < 0 ? have : std::min(end_, have);
+      if (pos_ >= stop)
+        break;
+      size_t n = static_cast<size_t>(std::min<int64_t>(stop - pos_, 64 << 10));
+      std::string_view chunk(bytes.data() + pos_, n);
+      pos_ += static_cast<int64_t>(n);
+      pass_response_body(chunk, false);
+    }
+    producing_ = false;
+    if (closed_)
+      return;
+    bool all = end_ >= 0 ? pos_ >= end_ : body_read_->complete && pos_ >= (int64_t)bytes.size();
+    if (all) {
+      finish_body();
+      pass_response_body({}, true);
+    } else if (body_read_->failed) {
+      finish_body();
+      fail(502, "the response this request shared failed while it arrived");
+    }
+  }
+
+  void finish_body() {
+    if (body_read_)
+      body_read_->unwatch(this);
+    body_read_ = nullptr;
+  }
+
+  void fail_reply(int status) {
+    answered_ = true;
+    thread_local http::Header extra[1];
+    cache_status_ =
+        joined(exchange().arena(), {zone_.settings.name, "; fwd=miss; detail=only-if-cached"});
+    extra[0] = {"cache-status", cache_status_};
+    respond(routing::LocalReply{status, "text/plain", "Gateway Timeout\n", {extra, 1}});
+  }
+
+  void add_status(std::vector<http::Header>& fields, std::string_view more) {
+    cache_status_ = joined(exchange().arena(), {zone_.settings.name, "; ", status_, more});
+    fields.push_back({"cache-status", cache_status_});
+  }
+
+  void on_exchange_close() override {
+    closed_ = true;
+    release();
+  }
+
+  void release() {
+    finish_body();
+    if (CacheFill* w = waiting_) {
+      stop_waiting();
+      w->leave(this);
+    }
+    if (storing_)
+      give_up();
+    if (fill_) {
+      zone_.end_fill(fill_, 0);
+      fill_ = nullptr;
+    }
+  }
+
+  time_t now() const { return static_cast<time_t>(ev_now(loop_)); }
+
+  CacheZone& zone_;
+  struct ev_loop* loop_ = nullptr;
+  std::string key_;
+  cache::CacheControl req_cc_;
+  time_t request_time_ = 0;
+  std::string_view status_;
+  std::string_view cache_status_;
+  bool unsafe_ = false;
+  bool authorized_ = false;
+  bool validating_ = false;
+  bool client_conditional_ = false;
+  bool pass_ = false;
+  ev_timer wait_timer_;
+  bool answered_ = false;
+  bool storing_ = false;
+  bool producing_ = false;
+  bool closed_ = false;
+  const cache::StoredResponse* lookup_ = nullptr; // being revalidated
+  const cache::StoredResponse* stale_ = nullptr;  // fetched anew (no validator)
+  std::shared_ptr<cache::StoredResponse> held_;
+  std::vector<http::Header> client_fields_;
+  // storing
+  std::shared_ptr<cache::StoredResponse> filling_;
+  std::shared_ptr<cache::StoredBody> body_;
+  CacheFill* fill_ = nullptr;    // the fill this request makes
+  CacheFill* waiting_ = nullptr; // the fill it waits on
+  // answering
+  std::shared_ptr<cache::StoredBody> body_read_; // kept while its bytes are sent
+  int64_t pos_ = 0, end_ = 0;
+  std::vector<http::Header> fields_;
+  char age_[24];
+  char content_range_[server::kContentRangeMax];
+};
+
+class CacheFactory final : public routing::FilterFactory {
+public:
+  CacheFactory(const CacheSettings& s, metrics::WorkerMetrics& m) : zone_(s, m) {}
+  routing::Filter* create(const server::Exchange&) const override { return new CacheFilter(zone_); }
+
+private:
+  mutable CacheZone zone_; // the worker's store for the route
+};
+
+} // namespace
+
+std::unique_ptr<routing::FilterFactory> make_cache(const config::RouteConfig* r,
+                                                   metrics::WorkerMetrics& metrics) {
+  const auto* s = r ? r->settings_for<CacheSettings>("cache") : nullptr;
+  if (!s)
+    return nullptr;
+  return std::make_unique<CacheFactory>(*s, metrics);
+}
+
+} // namespace portico::filters

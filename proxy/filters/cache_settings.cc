@@ -1,0 +1,105 @@
+// Reads a route's `cache`: true (the defaults), false, or a table of memory / max_object /
+// max_variants / key / key_fields / heuristic / heuristic_max / stale_if_error /
+// lock_timeout / pass_for / targeted / name.
+#include "filters/cache_settings.h"
+
+#include "config/reader.h"
+#include "config/route_settings.h"
+
+#include <memory>
+
+namespace portico::filters {
+
+namespace {
+
+bool token(std::string_view s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
+      return false;
+  return true;
+}
+
+void read_key(config::Reader& r, const toml::table& t, CacheSettings& s, const std::string& where) {
+  if (t.get("key")) {
+    s.key.scheme = s.key.host = s.key.path = s.key.query = false;
+    for (const auto& part : r.get_strings(t, "key", where)) {
+      bool* flag = part == "scheme"  ? &s.key.scheme
+                   : part == "host"  ? &s.key.host
+                   : part == "path"  ? &s.key.path
+                   : part == "query" ? &s.key.query
+                                     : nullptr;
+      if (!flag)
+        r.error(t.get("key")->source(), where +
+                                            ": key parts are \"scheme\", \"host\", "
+                                            "\"path\" and \"query\", not '" +
+                                            part + "'");
+      else
+        *flag = true;
+    }
+    if (!s.key.path)
+      r.error(t.get("key")->source(), where + ": the key needs \"path\"");
+  }
+  if (t.get("key_fields")) {
+    for (auto name : r.get_strings(t, "key_fields", where)) {
+      for (auto& c : name)
+        c = http::ascii_lower(c);
+      if (!token(name))
+        r.error(t.get("key_fields")->source(), where + ": '" + name + "' is no field name");
+      s.key.fields.push_back(name);
+    }
+  }
+}
+
+std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& value,
+                                       const std::string& where) {
+  auto s = std::make_shared<CacheSettings>();
+  if (value.is_boolean())
+    return *value.value<bool>() ? s : nullptr;
+  const toml::table* t = value.as_table();
+  if (!t) {
+    r.error(value.source(), where + ": 'cache' must be true, false or a table");
+    return nullptr;
+  }
+  r.only_keys(*t,
+              {"memory", "max_object", "max_variants", "key", "key_fields", "heuristic",
+               "heuristic_max", "stale_if_error", "lock_timeout", "pass_for", "targeted", "name"},
+              where);
+  r.get_number(*t, "memory", s->memory, where, 1 << 16, 1e12);
+  r.get_number(*t, "max_object", s->max_object, where, 0, 1e12);
+  r.get_number(*t, "max_variants", s->max_variants, where, 1, 1024);
+  read_key(r, *t, *s, where);
+  r.get_number(*t, "heuristic", s->freshness.heuristic_fraction, where, 0, 1);
+  r.get_number(*t, "heuristic_max", s->freshness.heuristic_max, where, 0, 365 * 86400.0);
+  r.get_number(*t, "stale_if_error", s->freshness.stale_if_error, where, 0, 365 * 86400.0);
+  r.get_number(*t, "lock_timeout", s->lock_timeout, where, 0, 600);
+  r.get_number(*t, "pass_for", s->pass_for, where, 0, 86400);
+  if (t->get("targeted")) {
+    s->targeted = r.get_strings(*t, "targeted", where);
+    for (auto& name : s->targeted) {
+      for (auto& c : name)
+        c = http::ascii_lower(c);
+      if (!token(name) || name == "cache-control")
+        r.error(t->get("targeted")->source(),
+                where + ": targeted lists fields such as \"cdn-cache-control\"");
+    }
+  }
+  if (r.get_string(*t, "name", s->name, where) && !token(s->name))
+    r.error(t->get("name")->source(), where + ": name is a token (letters, digits, - and _)");
+  if (s->max_object > s->memory)
+    s->max_object = s->memory;
+  return s;
+}
+
+void check_cache(config::Reader& r, const toml::node& value, const void*,
+                 const config::RouteConfig& route, const std::string& where) {
+  if (route.websocket)
+    r.error(value.source(), where + ": not with websocket");
+}
+
+} // namespace
+
+extern const config::RouteSettingsReader settings_cache{"cache", read_cache, nullptr, check_cache};
+
+} // namespace portico::filters

@@ -1,0 +1,40 @@
+#include "filters/cache_zone.h"
+
+namespace portico::filters {
+
+CacheFill* CacheZone::fill_for(std::string_view key) {
+  auto it = fills_.find(key);
+  return it == fills_.end() ? nullptr : it->second.get();
+}
+
+CacheFill* CacheZone::start_fill(std::string_view key) {
+  if (fill_for(key))
+    return nullptr;
+  auto fill = std::make_unique<CacheFill>();
+  CacheFill* f = fill.get();
+  f->key_ = key;
+  fills_.emplace(std::string(key), std::move(fill));
+  return f;
+}
+
+void CacheZone::share_fill(CacheFill* fill, std::shared_ptr<cache::StoredResponse> r) {
+  fill->response_ = std::move(r);
+  auto waiters = std::move(fill->waiters_);
+  fill->waiters_.clear();
+  for (auto* w : waiters)
+    w->fill_ready(*fill);
+}
+
+void CacheZone::end_fill(CacheFill* fill, time_t pass_until) {
+  auto it = fills_.find(fill->key_);
+  if (it == fills_.end() || it->second.get() != fill)
+    return;
+  if (pass_until)
+    store.pass(it->first, pass_until);
+  std::unique_ptr<CacheFill> gone = std::move(it->second);
+  fills_.erase(it);
+  for (auto* w : gone->waiters_)
+    w->fill_gone();
+}
+
+} // namespace portico::filters
