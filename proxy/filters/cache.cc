@@ -149,6 +149,7 @@ private:
     }
     fill->wait(this);
     waiting_ = fill;
+    zone_.metrics.waiting.add(1);
     ev_timer_init(&wait_timer_, &CacheFilter::on_wait_timeout, zone_.settings.lock_timeout, 0);
     wait_timer_.data = this;
     ev_timer_start(loop_, &wait_timer_);
@@ -175,7 +176,7 @@ private:
           (r->fresh.ttl(now()) > 0 ||
            cache::reuse_of(r->fresh, req_cc_, now()) != cache::Reuse::REVALIDATE)) {
         held_ = r;
-        zone_.counts.collapsed++;
+        zone_.metrics.count(metrics::CacheResult::COLLAPSED);
         answer_now(held_.get(), "hit; detail=collapsed");
         return;
       }
@@ -192,6 +193,7 @@ private:
     if (!waiting_)
       return false;
     waiting_ = nullptr;
+    zone_.metrics.waiting.add(-1);
     ev_timer_stop(loop_, &wait_timer_);
     return true;
   }
@@ -216,11 +218,13 @@ private:
     if (const cache::StoredResponse* stale = lookup_ ? lookup_ : stale_;
         stale && head.status >= 500 && usable_on_error(*stale, t)) {
       lookup_ = stale;
-      zone_.counts.stale++;
+      zone_.metrics.count(metrics::CacheResult::STALE);
       replace_with(head, "fwd=stale; detail=stale-if-error");
       return FilterStatus::CONTINUE;
     }
     head.date = head.upstream_date; // what is stored is what was sent: the origin's Date
+    zone_.metrics.count(status_ == "fwd=bypass" ? metrics::CacheResult::BYPASS
+                                                : metrics::CacheResult::MISS);
     if (head.source == routing::ResponseSource::UPSTREAM && !exchange().request().is_head())
       store_begin(head, t);
     if (!storing_ && fill_) { // the waiters go upstream, and misses to come do not wait
@@ -252,8 +256,6 @@ private:
 
   void store_begin(routing::FilterResponseHead& head, time_t t) {
     const auto& s = zone_.settings;
-    if (validating_ || lookup_)
-      zone_.counts.misses++;
     auto cc = response_directives(s, *head.fields);
     if (!storable(head, cc))
       return;
@@ -316,6 +318,7 @@ private:
     body_->bytes.shrink_to_fit();
     body_->finish(true);
     zone_.store.put(key_, filling_);
+    zone_.stored();
     if (fill_)
       zone_.end_fill(fill_, 0);
     fill_ = nullptr;
@@ -337,7 +340,8 @@ private:
     r->fresh = cache::freshness_of(r->status, cc, r->fields, r->date, request_time_, t,
                                    zone_.settings.freshness);
     zone_.store.put(key_, r);
-    zone_.counts.revalidated++;
+    zone_.stored();
+    zone_.metrics.count(metrics::CacheResult::REVALIDATED);
     held_ = std::move(r);
     lookup_ = held_.get();
   }
@@ -347,6 +351,7 @@ private:
     thread_local std::string key;
     cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
     zone_.store.erase(key);
+    zone_.stored();
     for (const auto& f : fields) {
       if (f.name != "location" && f.name != "content-location")
         continue;
@@ -358,6 +363,7 @@ private:
         continue;
       cache::build_key(zone_.settings.key, req.scheme, req.authority, target, req.headers, key);
       zone_.store.erase(key);
+      zone_.stored();
     }
   }
 
@@ -366,7 +372,7 @@ private:
   void answer_now(const cache::StoredResponse* r, std::string_view status) {
     routing::FilterResponseHead head;
     if (status == "hit")
-      zone_.counts.hits++;
+      zone_.metrics.count(metrics::CacheResult::HIT);
     build(*r, status, exchange().request(), head);
     answered_ = true;
     respond_head(head);

@@ -2,6 +2,23 @@
 
 namespace portico::filters {
 
+CacheZone::~CacheZone() {
+  // A reload's new router has its own zones: what this one held leaves the gauges.
+  metrics.stored_bytes.add(-reported_bytes_);
+  metrics.stored_objects.add(-reported_objects_);
+}
+
+void CacheZone::stored() {
+  auto bytes = static_cast<int64_t>(store.used_bytes());
+  auto objects = static_cast<int64_t>(store.objects());
+  metrics.stored_bytes.add(bytes - reported_bytes_);
+  metrics.stored_objects.add(objects - reported_objects_);
+  metrics.evictions.inc(store.counts().evictions - reported_evictions_);
+  reported_bytes_ = bytes;
+  reported_objects_ = objects;
+  reported_evictions_ = store.counts().evictions;
+}
+
 CacheFill* CacheZone::fill_for(std::string_view key) {
   auto it = fills_.find(key);
   return it == fills_.end() ? nullptr : it->second.get();
@@ -29,8 +46,10 @@ void CacheZone::end_fill(CacheFill* fill, time_t pass_until) {
   auto it = fills_.find(fill->key_);
   if (it == fills_.end() || it->second.get() != fill)
     return;
-  if (pass_until)
+  if (pass_until) {
     store.pass(it->first, pass_until);
+    stored();
+  }
   std::unique_ptr<CacheFill> gone = std::move(it->second);
   fills_.erase(it);
   for (auto* w : gone->waiters_)

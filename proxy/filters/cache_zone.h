@@ -4,6 +4,7 @@
 // coalescing, Pingora's cache lock). The loop's own: no locks.
 #include "cache/memory_store.h"
 #include "filters/cache_settings.h"
+#include "metrics/worker_metrics.h"
 
 #include <memory>
 #include <string>
@@ -11,19 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace portico::metrics {
-class WorkerMetrics;
-}
-
 namespace portico::filters {
-
-struct CacheCounts {
-  uint64_t hits = 0;        // answered from the store, fresh (or stale the request allowed)
-  uint64_t misses = 0;      // went upstream
-  uint64_t revalidated = 0; // a 304 refreshed a stored response
-  uint64_t stale = 0;       // answered stale, the upstream failing (stale-if-error)
-  uint64_t collapsed = 0;   // answered from another request's fetch
-};
 
 // A fetch of one key that misses may wait on: until its response head says whether it is
 // stored, then they read its body as it arrives (or go upstream themselves when it is not).
@@ -53,8 +42,9 @@ private:
 
 class CacheZone {
 public:
-  CacheZone(const CacheSettings& s, metrics::WorkerMetrics&)
-      : settings(s), store(s.memory, s.max_variants) {}
+  CacheZone(const CacheSettings& s, metrics::WorkerMetrics& m)
+      : settings(s), store(s.memory, s.max_variants), metrics(m.cache()) {}
+  ~CacheZone();
 
   // The fetch in flight for key, or null.
   CacheFill* fill_for(std::string_view key);
@@ -67,9 +57,12 @@ public:
   // misses go upstream without waiting until then.
   void end_fill(CacheFill* fill, time_t pass_until);
 
+  // Reports what the store holds to the metrics, after a change to it.
+  void stored();
+
   const CacheSettings& settings;
   cache::MemoryStore store;
-  CacheCounts counts;
+  metrics::CacheMetrics& metrics;
 
 private:
   struct Hash {
@@ -77,6 +70,8 @@ private:
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::unique_ptr<CacheFill>, Hash, std::equal_to<>> fills_;
+  int64_t reported_bytes_ = 0, reported_objects_ = 0;
+  uint64_t reported_evictions_ = 0;
 };
 
 } // namespace portico::filters

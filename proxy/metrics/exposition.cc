@@ -463,6 +463,48 @@ void append_compression_metrics(std::vector<MetricFamily>& out,
   out.push_back(std::move(bytes));
 }
 
+// The cache filter's requests by result, evictions, and what its stores hold.
+void append_cache_metrics(std::vector<MetricFamily>& out,
+                          const std::vector<const WorkerMetrics*>& shards) {
+  auto results = family("portico_cache_requests_total",
+                        "Requests on caching routes, by what the cache did: hit (answered from "
+                        "the store), miss (fetched), revalidated (a 304 refreshed a stored "
+                        "response), stale (served stale, the origin failing), collapsed (answered "
+                        "from another request's fetch), bypass (no-store requests).",
+                        MetricType::Counter);
+  for (size_t i = 0; i < kCacheResultCount; ++i) {
+    uint64_t n = 0;
+    for (const auto* s : shards)
+      n += s->cache().results[i].get();
+    ClientMetric m;
+    m.label = {{"result", kCacheResults[i]}};
+    m.counter.value = static_cast<double>(n);
+    results.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(results));
+  auto one = [&](const char* name, const char* help, MetricType type, auto get) {
+    auto f = family(name, help, type);
+    double v = 0;
+    for (const auto* s : shards)
+      v += static_cast<double>(get(s->cache()));
+    ClientMetric m;
+    if (type == MetricType::Counter)
+      m.counter.value = v;
+    else
+      m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+    out.push_back(std::move(f));
+  };
+  one("portico_cache_evictions_total", "Stored responses evicted to make room.",
+      MetricType::Counter, [](const CacheMetrics& c) { return c.evictions.get(); });
+  one("portico_cache_stored_bytes", "Bytes the caches hold, what they cost counted.",
+      MetricType::Gauge, [](const CacheMetrics& c) { return c.stored_bytes.get(); });
+  one("portico_cache_stored_objects", "Responses the caches hold.", MetricType::Gauge,
+      [](const CacheMetrics& c) { return c.stored_objects.get(); });
+  one("portico_cache_waiting", "Misses waiting on another request's fetch of their key.",
+      MetricType::Gauge, [](const CacheMetrics& c) { return c.waiting.get(); });
+}
+
 } // namespace
 
 std::string expose(const config::Config& cfg, const std::vector<const WorkerMetrics*>& shards,
@@ -472,6 +514,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   append_cluster_metrics(out, cfg, shards);
   append_endpoint_metrics(out, cfg, shards);
   append_compression_metrics(out, shards);
+  append_cache_metrics(out, shards);
   append_server_metrics(out, shards, servers);
   append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);

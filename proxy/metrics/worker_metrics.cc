@@ -26,6 +26,7 @@ WorkerMetrics::WorkerMetrics(const config::Config& cfg, const std::vector<double
                              const std::vector<int>& kept_routes)
     : WorkerMetrics(cfg, bounds) {
   compression_ = previous.compression_;
+  cache_ = previous.cache_;
   for (size_t i = 0; i < clusters_.size() && i < kept_clusters.size(); ++i)
     if (kept_clusters[i] >= 0)
       clusters_[i] = previous.clusters_[static_cast<size_t>(kept_clusters[i])];

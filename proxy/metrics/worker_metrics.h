@@ -80,6 +80,19 @@ struct CompressionMetrics {
   Counter bytes_in[kEncodingCount], bytes_out[kEncodingCount];
 };
 
+// The cache filter's requests by what became of them, and what its stores hold.
+enum class CacheResult : uint8_t { HIT, MISS, REVALIDATED, STALE, COLLAPSED, BYPASS };
+inline constexpr const char* kCacheResults[] = {"hit",   "miss",      "revalidated",
+                                                "stale", "collapsed", "bypass"};
+inline constexpr size_t kCacheResultCount = std::size(kCacheResults);
+struct CacheMetrics {
+  Counter results[kCacheResultCount];
+  Counter evictions;
+  core::Level stored_bytes, stored_objects;
+  core::Level waiting; // misses waiting on another request's fetch of their key
+  void count(CacheResult r) { results[static_cast<size_t>(r)].inc(); }
+};
+
 class WorkerMetrics;
 
 // One endpoint's pool gauges summed over every worker's shard, for /status and /metrics alike.
@@ -113,8 +126,11 @@ public:
   // Kept across reloads: they depend on no part of the configuration.
   CompressionMetrics& compression() { return *compression_; }
   const CompressionMetrics& compression() const { return *compression_; }
+  CacheMetrics& cache() { return *cache_; }
+  const CacheMetrics& cache() const { return *cache_; }
 
 private:
+  std::shared_ptr<CacheMetrics> cache_ = std::make_shared<CacheMetrics>();
   std::shared_ptr<CompressionMetrics> compression_ = std::make_shared<CompressionMetrics>();
   std::vector<std::shared_ptr<RouteMetrics>> routes_;
   std::vector<std::shared_ptr<ClusterMetrics>> clusters_;

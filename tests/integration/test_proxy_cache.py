@@ -1,0 +1,319 @@
+"""A route's `cache` (RFC 9111): hits, what is never stored or reused, revalidation with a
+304, the client's own conditions and ranges answered from the store, Vary (bounded variants,
+Vary: *, thousands of Vary fields), invalidation by unsafe methods, keys that unkeyed fields
+cannot poison, absurd Age and max-age, an upstream that lies about Content-Length, request
+collapsing (a miss storm reaches the origin once; waiters stream the fetch as it arrives; a
+fetch that takes too long or is not storable lets them go), stale-if-error, HTTP/2, and the
+metrics."""
+import http.client
+import socket
+import subprocess
+import threading
+import unittest
+import urllib.parse
+
+import harness
+from cache_origin import CacheOrigin
+from proxy_harness import Proxy
+
+http.client._MAXHEADERS = 5000  # an origin's 2000 Vary fields pass to the client
+
+ROUTES = """
+[[route]]
+path_prefix = "/short/"
+cluster = "app"
+cache = { lock_timeout = 0.3, pass_for = 0 }
+
+[[route]]
+path_prefix = "/few/"
+cluster = "app"
+cache = { max_variants = 4, max_object = 1000, stale_if_error = 60 }
+
+[[route]]
+path_prefix = "/keyed/"
+cluster = "app"
+cache = { key_fields = ["x-forwarded-host"] }
+
+[[route]]
+path_prefix = "/"
+cluster = "app"
+cache = true
+"""
+
+
+def q(path, **params):
+    return path + "?" + urllib.parse.urlencode(params) if params else path
+
+
+class Cache(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        harness.need("curl")
+        cls.origin = CacheOrigin()
+        cls.proxy = Proxy([cls.origin.endpoint], workers=1, routes_first=ROUTES,
+                          catch_all=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.origin.stop()
+
+    def setUp(self):
+        self.origin.close_gate()
+
+    def get(self, path, headers=None, method="GET", body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def served(self, path):
+        return len(self.origin.requests_for(path))
+
+    def test_a_fresh_response_is_answered_from_the_store(self):
+        path = q("/fresh", cc="max-age=60")
+        status, fields, body = self.get(path)
+        self.assertEqual(status, 200)
+        self.assertIn("stored", fields["cache-status"])
+        status, fields, again = self.get(path)
+        self.assertEqual((status, again), (200, body))
+        self.assertEqual(fields["cache-status"], "Portico; hit")
+        self.assertIn("age", fields)
+        self.assertEqual(self.served(path), 1)
+        status, fields, head_body = self.get(path, method="HEAD")  # HEAD from the stored GET
+        self.assertEqual((status, head_body, fields["content-length"]), (200, b"", str(len(body))))
+        self.assertEqual(self.served(path), 1)
+
+    def test_what_must_not_be_stored_or_reused_goes_upstream_each_time(self):
+        for path, headers in ((q("/ns", cc="no-store, max-age=60"), {}),
+                              (q("/pv", cc="private, max-age=60"), {}),
+                              (q("/auth", cc="max-age=60"), {"Authorization": "Basic YTpi"}),
+                              (q("/nocc"), {}),
+                              (q("/vstar", cc="max-age=60", vary="*"), {}),
+                              (q("/vmany", cc="max-age=60", vary_many=2000), {}),
+                              (q("/req-ns", cc="max-age=60"), {"Cache-Control": "no-store"})):
+            for n in (1, 2):
+                status, _, body = self.get(path, headers)
+                self.assertEqual(status, 200, path)
+                self.assertTrue(body.startswith(b"response "), path)
+            self.assertEqual(self.served(path), 2, path)
+        # Authorization with public: a shared cache may reuse it (RFC 9111 3.5)
+        path = q("/auth-public", cc="public, max-age=60")
+        for n in (1, 2):
+            self.get(path, {"Authorization": "Basic YTpi"})
+        self.assertEqual(self.served(path), 1)
+
+    def test_a_stale_response_is_revalidated_and_refreshed_by_a_304(self):
+        path = q("/reval", cc="max-age=0", etag='"v1"')
+        _, _, first = self.get(path)
+        status, fields, body = self.get(path)
+        self.assertEqual((status, body), (200, first))  # the stored body, from a 304
+        self.assertEqual(fields["cache-status"], "Portico; fwd=stale; fwd-status=304")
+        sent = self.origin.requests_for(path)
+        self.assertEqual(len(sent), 2)
+        fields = {k.lower(): v for k, v in sent[1][2].items()}
+        self.assertEqual(fields.get("if-none-match"), '"v1"')
+        # the client's own condition is answered from what the 304 confirmed
+        status, fields, body = self.get(path, {"If-None-Match": '"v1"'})
+        self.assertEqual((status, body), (304, b""))
+        self.assertEqual(fields["etag"], '"v1"')
+
+    def test_the_clients_conditions_and_ranges_are_answered_from_the_store(self):
+        path = q("/cond", cc="max-age=60", etag='W/"x"', lm="Sun, 06 Nov 1994 08:49:37 GMT",
+                 len=1000)
+        _, _, full = self.get(path)
+        status, _, body = self.get(path, {"If-None-Match": 'W/"x"'})
+        self.assertEqual((status, body), (304, b""))
+        status, _, _ = self.get(path, {"If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"})
+        self.assertEqual(status, 304)
+        status, fields, body = self.get(path, {"Range": "bytes=10-19"})
+        self.assertEqual((status, body), (206, full[10:20]))
+        self.assertEqual(fields["content-range"], "bytes 10-19/1000")
+        status, fields, _ = self.get(path, {"Range": "bytes=5000-"})
+        self.assertEqual((status, fields["content-range"]), (416, "bytes */1000"))
+        self.assertEqual(self.served(path), 1)
+        status, _, _ = self.get(path, {"Cache-Control": "only-if-cached"})
+        self.assertEqual(status, 200)
+        status, fields, _ = self.get(q("/never-seen"), {"Cache-Control": "only-if-cached"})
+        self.assertEqual(status, 504)
+        self.assertEqual(self.served(q("/never-seen")), 0)
+
+    def test_vary_keeps_bounded_variants_per_key(self):
+        path = q("/few/vary", cc="max-age=60", vary="X-Lang", echo="X-Lang")
+        for lang in ("en", "de", "en, fr"):
+            status, _, body = self.get(path, {"X-Lang": lang})
+            self.assertTrue(body.endswith(lang.encode()), body)
+        _, _, body = self.get(path, {"X-Lang": "en,fr"})
+        self.assertTrue(body.endswith(b"en, fr"), body)
+        self.assertEqual(self.served(path), 3)  # "en, fr" and "en,fr" are one variant
+        # an origin that varies on a field with a new value each time: four variants kept
+        for i in range(50):
+            self.get(path, {"X-Lang": f"lang-{i}"})
+        self.assertEqual(self.served(path), 53)
+        self.get(path, {"X-Lang": "lang-49"})
+        self.assertEqual(self.served(path), 53)  # the newest stays
+        self.get(path, {"X-Lang": "en"})
+        self.assertEqual(self.served(path), 54)  # the oldest went
+
+    def test_unsafe_methods_invalidate_the_url_and_the_locations_they_name(self):
+        path, other = q("/inv", cc="max-age=60"), q("/inv-other", cc="max-age=60")
+        self.get(path)
+        self.get(other)
+        self.get(path, method="POST", body=b"x")
+        self.get(path)
+        self.assertEqual(self.served(path), 3)
+        location = f"http://127.0.0.1:{self.proxy.port}{other}"
+        self.get(q("/inv-post", location=location), method="PUT", body=b"x")
+        # Location is not a field the origin sends here: the URL alone went
+        self.get(other)
+        self.assertEqual(self.served(other), 1)
+
+    def test_unkeyed_fields_cannot_poison_the_key(self):
+        path = q("/poison", cc="max-age=60", echo="X-Forwarded-Host")
+        _, _, body = self.get(path, {"Host": "a.example"})
+        self.assertTrue(body.endswith(b"-"))
+        # another Host is another key; X-Forwarded-Host is not the host
+        _, _, body = self.get(path, {"Host": "b.example", "X-Forwarded-Host": "a.example"})
+        self.assertEqual(self.served(path), 2)
+        self.assertTrue(body.endswith(b"a.example"))
+        _, _, body = self.get(path, {"Host": "a.example", "X-Forwarded-Host": "evil"})
+        self.assertTrue(body.endswith(b"-"))  # the stored one: the field is not in the key
+        keyed = q("/keyed/x", cc="max-age=60", echo="X-Forwarded-Host")
+        _, _, a = self.get(keyed, {"X-Forwarded-Host": "a"})
+        _, _, b = self.get(keyed, {"X-Forwarded-Host": "b"})
+        self.assertEqual((a[-1:], b[-1:], self.served(keyed)), (b"a", b"b", 2))
+
+    def test_a_smuggled_request_cannot_poison_the_store(self):
+        path = q("/smuggle", cc="max-age=60")
+        (reply, *_), closed = harness.exchange_raw(
+            self.proxy.port, f"GET {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /evil HTTP/1.1\r\n"
+            "Host: x\r\n\r\n".encode())
+        self.assertEqual(reply.status, 400)
+        self.assertTrue(closed)
+        self.assertEqual(self.served(path), 0)
+
+    def test_absurd_freshness_and_age(self):
+        huge = q("/huge", cc="max-age=99999999999999999999")
+        self.get(huge)
+        self.assertEqual(self.get(huge)[1]["cache-status"], "Portico; hit")
+        for age in ("99999999999999999999", "-5", "1.5", "abc"):
+            path = q("/aged", cc="max-age=60", age=age)
+            self.get(path)
+            self.get(path)
+            self.assertEqual(self.served(path), 2, age)  # stale: not younger than it is
+
+    def test_an_upstream_that_lies_about_content_length_is_not_stored(self):
+        path = q("/lie", cc="max-age=60", cl=5000)
+        with self.assertRaises((http.client.IncompleteRead, ConnectionError)):
+            self.get(path)
+        with self.assertRaises((http.client.IncompleteRead, ConnectionError)):
+            self.get(path)
+        self.assertEqual(self.served(path), 2)
+
+    def test_a_miss_storm_reaches_the_origin_once(self):
+        path = q("/storm", cc="max-age=60", gate=1, len=5000)
+        results = []
+
+        def fetch():
+            results.append(self.get(path))
+
+        first = threading.Thread(target=fetch)
+        first.start()
+        self.origin.wait_requests(path, 1)
+        others = [threading.Thread(target=fetch) for _ in range(100)]
+        for t in others:
+            t.start()
+        harness.wait_until(lambda: self.proxy.metric("portico_cache_waiting") == 100,
+                           what="100 misses waiting")
+        self.origin.open_gate()
+        for t in [first] + others:
+            t.join(30)
+        self.assertEqual(len(results), 101)
+        bodies = {r[2] for r in results}
+        self.assertEqual(len(bodies), 1)
+        self.assertEqual(len(bodies.pop()), 5000)
+        self.assertEqual(self.served(path), 1)
+        self.assertEqual(sum("collapsed" in r[1]["cache-status"] for r in results), 100)
+
+    def test_waiters_read_the_fetch_as_it_arrives(self):
+        path = q("/trickle", cc="max-age=60", trickle=1, len=100000)
+        conns = [http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+                 for _ in range(3)]
+        conns[0].request("GET", path)
+        first = conns[0].getresponse()
+        start = first.read(50000)
+        for c in conns[1:]:
+            c.request("GET", path)
+            r = c.getresponse()  # the head and half the body, while the origin holds the rest
+            self.assertEqual(r.read(50000), start)
+            self.assertIn("collapsed", r.getheader("cache-status"))
+            c.rest = r
+        self.origin.open_gate()
+        self.assertEqual(len(first.read()), 50000)
+        for c in conns[1:]:
+            self.assertEqual(len(c.rest.read()), 50000)
+        for c in conns:
+            c.close()
+        self.assertEqual(self.served(path), 1)
+
+    def test_a_slow_or_unstorable_fetch_lets_its_waiters_go(self):
+        for path in (q("/short/slow", cc="max-age=60", gate=1),
+                     q("/unstorable", cc="no-store", gate=1)):
+            results = []
+            threads = [threading.Thread(target=lambda: results.append(self.get(path)))
+                       for _ in range(2)]
+            threads[0].start()
+            self.origin.wait_requests(path, 1)
+            threads[1].start()
+            if path.startswith("/short/"):
+                self.origin.wait_requests(path, 2)  # lock_timeout 0.3 s: it went itself
+            harness.wait_until(lambda: self.proxy.metric("portico_cache_waiting") == 0 and
+                               len(self.origin.requests_for(path)) == 2 or
+                               self.proxy.metric("portico_cache_waiting") == 1,
+                               what="the second request waiting or gone")
+            self.origin.open_gate()
+            for t in threads:
+                t.join(30)
+            self.origin.close_gate()
+            self.assertEqual([r[0] for r in results], [200, 200])
+            self.assertEqual(self.served(path), 2, path)
+
+    def test_stale_if_error_answers_when_the_origin_fails(self):
+        path = q("/few/sie", cc="max-age=0")  # the route's stale_if_error: 60 s
+        strict = q("/few/sie-strict", cc="max-age=0, must-revalidate")
+        _, _, body = self.get(path)
+        self.get(strict)
+        self.origin.failing = True
+        try:
+            status, fields, again = self.get(path)
+            self.assertEqual((status, again), (200, body))
+            self.assertEqual(fields["cache-status"], "Portico; fwd=stale; detail=stale-if-error")
+            self.assertEqual(self.get(strict)[0], 503)  # must-revalidate: never stale
+        finally:
+            self.origin.failing = False
+        self.assertEqual(self.served(path), 2)
+
+    def test_http2_clients_are_answered_from_the_store(self):
+        path = q("/h2", cc="max-age=60")
+        url = f"http://127.0.0.1:{self.proxy.port}{path}"
+        outs = [subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-D", "-", url],
+                               capture_output=True, timeout=30, text=True) for _ in range(2)]
+        self.assertIn("cache-status: Portico; hit", outs[1].stdout)
+        self.assertEqual(self.served(path), 1)
+
+    def test_the_metrics_count_what_the_cache_did(self):
+        path = q("/counted", cc="max-age=60")
+        hits = self.proxy.metric("portico_cache_requests_total", result="hit")
+        self.get(path)
+        self.get(path)
+        self.assertEqual(self.proxy.metric("portico_cache_requests_total", result="hit"), hits + 1)
+        self.assertGreater(self.proxy.metric("portico_cache_stored_objects"), 0)
+        self.assertGreater(self.proxy.metric("portico_cache_stored_bytes"), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
