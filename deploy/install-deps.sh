@@ -14,18 +14,21 @@ PACKAGES="
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
-  util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types
+  util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types varnish
 "
+# Node.js and npm run the HTTP cache conformance suite (bench/cache-tests, from the npm
+# registry): Debian's, unless the machine already has a node and npm of its own.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs npm"
 
 missing=
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
-# nginx, h2o, haproxy, memcached and prometheus are test and bench peers, started by the tests
+# nginx, h2o, haproxy, memcached, varnish and prometheus are test and bench peers, started by the tests
 # themselves on ports they pick: they must not run as services of this machine (holding port 80,
 # 11211, 9090 and memory for nothing). While installing, a policy-rc.d forbids every service
 # start (Debian's invoke-rc.d asks it); one put there by someone else is left alone.
-SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter"
+SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter varnish varnishncsa"
 POLICY=/usr/sbin/policy-rc.d
 if [ -n "$missing" ]; then
   $SUDO apt-get update -q

@@ -70,7 +70,7 @@ Directive next_directive(std::string_view v, size_t& pos) {
     d.value = item.substr(eq + 1);
     if (d.value.size() >= 2 && d.value.front() == '"' && d.value.back() == '"')
       d.value = d.value.substr(1, d.value.size() - 2);
-    else if (!is_token(d.value))
+    else if (!d.value.empty() && !is_token(d.value)) // "max-age=": invalid, not ignored
       d.valid = false;
   }
   d.valid = d.valid && is_token(d.name); // "max-age =1": a space is no part of a name

@@ -54,7 +54,6 @@ void vary_key(std::span<const std::string> names, std::span<const http::Header> 
               std::string& out) {
   out.clear();
   thread_local std::vector<std::string_view> members;
-  thread_local std::string lower;
   for (const auto& name : names) {
     members.clear();
     bool present = false;
@@ -65,7 +64,6 @@ void vary_key(std::span<const std::string> names, std::span<const http::Header> 
       }
     out.push_back(present ? '+' : '-');
     if (negotiation_field(name)) {
-      std::string joined;
       std::vector<std::string> lowered;
       for (std::string_view m : members) {
         // "de; q=0.5" and "de;q=0.5" are one member
