@@ -122,7 +122,7 @@ int AppRouter::dispatch(server::Exchange& ex, App* app) {
   }
   if (path == "/bytes") {
     *app = App::BYTES;
-    return BytesApp::start(ex, http::query_param(query, "n"));
+    return BytesApp::start(ex, http::query_param(query, "n"), http::query_param(query, "max_age"));
   }
   if (path == "/headers") {
     *app = App::HEADERS;

@@ -18,16 +18,28 @@ std::string_view pattern() {
 }
 } // namespace
 
-int BytesApp::start(server::Exchange& ex, std::string_view n_text) {
+int BytesApp::start(server::Exchange& ex, std::string_view n_text, std::string_view max_age) {
   int64_t n = 0;
   auto r = std::from_chars(n_text.data(), n_text.data() + n_text.size(), n);
   if (r.ec != std::errc() || r.ptr != n_text.data() + n_text.size() || n < 0 || n > kMaxBytes) {
     ex.respond(400, "text/plain", "n must be 0..2^40\n");
     return 400;
   }
+  for (char c : max_age)
+    if (c < '0' || c > '9' || max_age.size() > 10) {
+      ex.respond(400, "text/plain", "max_age must be 0..9999999999\n");
+      return 400;
+    }
   http::ResponseHead head;
   head.content_length = n;
   head.add("content-type", "application/octet-stream");
+  char cc[40];
+  if (!max_age.empty()) {
+    std::string_view prefix = "public, max-age=";
+    std::copy(prefix.begin(), prefix.end(), cc);
+    std::copy(max_age.begin(), max_age.end(), cc + prefix.size());
+    head.add("cache-control", {cc, prefix.size() + max_age.size()});
+  }
   ex.send_head(head);
   if (n == 0 || ex.request().is_head()) {
     ex.end_response();

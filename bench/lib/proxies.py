@@ -112,18 +112,26 @@ NGINX_KEEPALIVE = ("        keepalive 2048;\n        keepalive_requests 10000000
 NGINX_NO_KEEPALIVE = ("        # no keepalive: one connection per request", "")
 
 
+# nginx's proxy_cache (the cache suite): one keys zone, its files under the run's directory
+# (the page cache holds them: what nginx users run), the origin's Cache-Control obeyed.
+NGINX_CACHE = ("    proxy_cache_path ${prefix}/cache levels=1:2 keys_zone=c:64m max_size=1g;",
+               "            proxy_cache c;")
+
+
 class NginxProxy(ProxySpec):
     """nginx in front of the origin; keepalive=False: a new origin connection per request (for
     starman: a worker serves one connection at a time and keeps it while requests come, so
-    nginx's other pooled connections would wait in its accept queue until proxy_read_timeout)."""
+    nginx's other pooled connections would wait in its accept queue until proxy_read_timeout).
+    cache=True: with proxy_cache (row `nginx-cache`)."""
 
     base = "nginx"
     programs = ("nginx",)
 
-    def __init__(self, workers=1, keepalive=True):
-        super().__init__(workers)
+    def __init__(self, workers=1, keepalive=True, cache=False):
+        super().__init__(workers, base="nginx-cache" if cache else None)
         self.expected_children = workers
         self.keepalive = keepalive
+        self.cache = cache
 
     def version(self):
         return first_line(["nginx", "-v"]).replace("nginx version: ", "")
@@ -131,15 +139,20 @@ class NginxProxy(ProxySpec):
     def describe(self):
         upstream = ("HTTP/1.1 upstream, keepalive 2048, proxy_http_version 1.1" if
                     self.keepalive else "no upstream keepalive (one connection per request)")
-        return (f"peers/nginx-proxy.conf: worker_processes {self.workers}, {upstream}, "
+        cache = (" `proxy_cache` with one keys zone (`proxy_cache_path ... keys_zone=c:64m "
+                 "max_size=1g`)," if self.cache else "")
+        return (f"peers/nginx-proxy.conf: worker_processes {self.workers}, {upstream},{cache} "
                 "worker_connections = the fd limit; h2c on a second port, TLS (h2) on a third")
 
     def start(self, workdir, cpu, workload=None):
         port, h2c_port, tls_port = free_port(), free_port(), free_port()
         upstream, location = NGINX_KEEPALIVE if self.keepalive else NGINX_NO_KEEPALIVE
+        cache_path, cache = NGINX_CACHE if self.cache else ("", "")
         conf = render("nginx-proxy.conf", workdir,
                       **self._values(workdir, port=port, h2c_port=h2c_port, tls_port=tls_port,
-                                     upstream_keepalive=upstream, proxy_keepalive=location))
+                                     upstream_keepalive=upstream, proxy_keepalive=location,
+                                     proxy_cache_path=cache_path.replace("${prefix}", workdir),
+                                     proxy_cache=cache))
         argv = ["nginx", "-p", workdir, "-c", conf, "-g", "daemon off;"]
         return RunningServer(self, argv, workdir,
                              {"h1": port, "h2c": h2c_port, "tls": tls_port}, cpu)
@@ -292,3 +305,29 @@ class PorticoProxy(ProxySpec):
                                      cluster_extra=self.cluster_toml))
         return RunningServer(self, [self.binary, "-c", conf], workdir,
                              {"h1": port, "h2c": port, "tls": tls_port, "admin": admin_port}, cpu)
+
+
+class Varnish(ProxySpec):
+    """Varnish (the cache suite): its built-in VCL in front of the origin (`-b`), memory
+    storage, HTTP/2 on (h2c with prior knowledge on the same port)."""
+
+    base = "varnish"
+    programs = ("varnishd",)
+    expected_children = 1  # the manager forks one child (its threads serve)
+
+    def version(self):
+        return first_line(["varnishd", "-V"]).replace("varnishd ", "")
+
+    def describe(self):
+        return ("varnishd -F -b ORIGIN -s malloc,256m -p feature=+http2, the built-in VCL, its "
+                "default thread pools; h1 and h2c on one port; no TLS (Varnish has none)")
+
+    protocols = ("h1", "h2c")
+
+    def start(self, workdir, cpu, workload=None):
+        port = free_port()
+        origin = self.origin.path if self.origin.path else f"{self.origin.host}:{self.origin.port}"
+        argv = ["varnishd", "-F", "-b", origin, "-a", f"127.0.0.1:{port}", "-n",
+                os.path.join(workdir, "varnish"), "-s", "malloc,256m", "-p", "feature=+http2",
+                "-T", "none", "-j", "none"]  # no jail: the run directory is 0700
+        return RunningServer(self, argv, workdir, {"h1": port, "h2c": port}, cpu)

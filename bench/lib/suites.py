@@ -372,7 +372,51 @@ def stack_suite(opts):
 
 
 
-SUITES = {"backend": backend_suite, "proxy": proxy_suite, "stack": stack_suite}
+def cache_workloads():
+    """A 1 KiB and a 100 KiB object the origin marks cacheable, over HTTP/1.1 and h2c."""
+    out = []
+    for size, label in ((1024, "1k"), (100 * 1024, "100k")):
+        path = f"/bytes?n={size}&max_age=3600"
+        out.append(Workload(f"h1-hit-{label}", f"HTTP/1.1 keep-alive, GET {path} (a cache hit)",
+                            "h1", "bytes", path, "wrk", expect_len=size, body_bytes=size,
+                            connections=50, duration=5))
+        out.append(Workload(f"h2c-hit-{label}", f"h2c, GET {path} (a cache hit) -m10", "h2c",
+                            "bytes", path, "h2load", expect_len=size, body_bytes=size,
+                            connections=10, streams=10, duration=5))
+    return out
+
+
+def cache_suite(opts):
+    binary = _portico_binary(opts)
+    origin = servers.PorticoBackend(_backend_binary(opts), opts.workers, repo_dir=REPO,
+                                    extra_args=["--keepalive-timeout", "75"], listen="unix",
+                                    name="portico-backend (origin)")
+    return Suite(
+        name="cache",
+        description=("cache hits: one origin (portico-backend's /bytes with Cache-Control: "
+                     "public, max-age=3600, on a unix socket, on the client's CPU, not "
+                     "measured), behind each cache; after the warm-up every request is a hit, "
+                     "so only the cache's own work is measured"),
+        servers=[proxies.PorticoProxy(binary, opts.workers, extra_toml="cache = true\n"),
+                 proxies.Varnish(opts.workers), proxies.NginxProxy(opts.workers, cache=True)],
+        workloads=cache_workloads(),
+        subject="portico (h1)",
+        reference="varnish (h1)",
+        targets=targets.cache_targets,
+        origin=origin,
+        tls=True,
+        ratio_to_best_peer=True,
+        notes=["Portico: a route with `cache = true` (64 MiB per worker, in memory). Varnish "
+               "7.1: the built-in VCL, `-s malloc,256m`, HTTP/2 on. nginx 1.22: `proxy_cache` "
+               "(a keys zone in shared memory, the bodies in files the page cache holds). Each "
+               "is started fresh per measurement; the warm-up's first request fills the cache.",
+               "Varnish runs its default thread pools (it has no single-thread mode): its "
+               "process tree is pinned to the server CPU like the others'."],
+    )
+
+
+SUITES = {"backend": backend_suite, "proxy": proxy_suite, "stack": stack_suite,
+          "cache": cache_suite}
 ALL = ("backend", "proxy", "stack")  # --suite all runs these, in this order
 
 

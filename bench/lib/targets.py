@@ -221,3 +221,22 @@ def backend_targets(suite, measurements, peer="h2o"):
         lines.append(_line(f"{w.key} CPU/req", cpu, peer, rounds, 1.0) +
                      f"; req/s {_fmt(rps, 2)}× (no target)")
     return lines
+
+
+CACHE_CPU_LIMIT = 0.70  # the cache issue: hit-path CPU/req <= 0.7x the better of the peers
+
+
+def cache_targets(suite, measurements):
+    """Portico's hits against the better of Varnish and nginx proxy_cache, per workload."""
+    out = [f"Target (cache issue): hit-path CPU/req ≤ {CACHE_CPU_LIMIT:.2f}× the better of "
+           "Varnish and nginx proxy_cache on each workload, on the medians; per round against "
+           "that round's better one. req/s shown, no target.", ""]
+    for w in suite.workloads:
+        for key, label, limit, higher in (("cpu_us", "CPU/req", CACHE_CPU_LIMIT, False),
+                                          ("rps", "req/s", None, True)):
+            r, peer, rounds = _vs_best(measurements, suite, suite.subject, w.key, key, "h1")
+            if r is None or peer is None:
+                out.append(f"- {w.key} {label}: – (no figure to compare)")
+                continue
+            out.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds, limit, higher))
+    return out
