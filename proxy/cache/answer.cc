@@ -61,7 +61,7 @@ Answer answer_from(const StoredResponse& r, const http::RequestHead& req, time_t
   int64_t current_age = r.fresh.age(now);
   size_t age_len = static_cast<size_t>(std::to_chars(age, age + 24, current_age).ptr - age);
   bool complete = r.body && r.body->complete;
-  int64_t size = complete ? static_cast<int64_t>(r.body->bytes.size()) : r.length;
+  int64_t size = complete ? static_cast<int64_t>(r.body->size()) : r.length;
 
   if (not_modified(r, req)) {
     a.status = 304;

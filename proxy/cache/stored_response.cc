@@ -1,6 +1,8 @@
 #include "cache/stored_response.h"
 
 #include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace portico::cache {
 
@@ -52,10 +54,44 @@ void StoredBody::append(std::string_view data) {
   tell();
 }
 
+StoredBody::~StoredBody() {
+  if (map_)
+    ::munmap(const_cast<char*>(map_), size_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
 void StoredBody::finish(bool ok) {
   complete = ok;
   failed = !ok;
+  if (ok && bytes.size() >= kFileAtLeast)
+    move_to_file();
   tell();
+}
+
+void StoredBody::move_to_file() {
+  // Without a memory file (none left, no memory) the body simply stays in the string.
+  int fd = ::memfd_create("portico-cache", MFD_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+  void* map = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    ::close(fd);
+    return;
+  }
+  fd_ = fd;
+  map_ = static_cast<const char*>(map);
+  size_ = bytes.size();
+  std::string().swap(bytes);
 }
 
 void StoredBody::unwatch(BodyWatcher* w) {
@@ -76,7 +112,7 @@ size_t StoredResponse::cost() const {
   for (const auto& v : vary_names)
     n += sizeof(v) + v.capacity();
   if (body)
-    n += sizeof(StoredBody) + std::max(body->bytes.capacity(), body->bytes.size());
+    n += sizeof(StoredBody) + std::max(body->bytes.capacity(), body->size());
   return n;
 }
 

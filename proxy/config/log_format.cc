@@ -22,7 +22,7 @@ constexpr Named kFields[] = {
     {"ttfb", LogField::TTFB},         {"total", LogField::TOTAL},
     {"upstream", LogField::UPSTREAM}, {"retries", LogField::RETRIES},
     {"route", LogField::ROUTE},       {"user_agent", LogField::USER_AGENT},
-    {"referer", LogField::REFERER},
+    {"referer", LogField::REFERER},   {"cache_status", LogField::CACHE_STATUS},
 };
 
 bool name_char(char c) {

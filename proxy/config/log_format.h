@@ -33,6 +33,7 @@ enum class LogField : uint8_t {
   ROUTE,
   USER_AGENT,
   REFERER,
+  CACHE_STATUS,
   REQUEST_FIELD, // $http_NAME: any request field, NAME lower case with '-' for '_'
 };
 

@@ -14,6 +14,7 @@
 #include "routing/filter.h"
 
 #include <charconv>
+#include <unistd.h>
 
 namespace portico::filters {
 
@@ -237,7 +238,7 @@ private:
 
   FilterStatus on_response_body(std::string_view& data, bool end) override {
     if (storing_) {
-      if (body_->bytes.size() + data.size() > zone_.settings.max_object) {
+      if (body_->size() + data.size() > zone_.settings.max_object) {
         give_up();
       } else {
         body_->append(data);
@@ -393,7 +394,7 @@ private:
 
   void build(const cache::StoredResponse& r, std::string_view status, const http::RequestHead& req,
              routing::FilterResponseHead& head) {
-    cache_status_ = joined(exchange().arena(), {zone_.settings.name, "; ", status});
+    set_status(joined(exchange().arena(), {zone_.settings.name, "; ", status}));
     auto a = cache::answer_from(r, req, now(), cache_status_, fields_, age_, content_range_);
     head.status = a.status;
     head.content_length = a.content_length;
@@ -416,8 +417,9 @@ private:
     if (!body_read_ || producing_ || closed_)
       return;
     producing_ = true;
-    const auto& bytes = body_read_->bytes;
+    send_by_kernel();
     while (!closed_ && !response_blocked()) {
+      std::string_view bytes = body_read_->data(); // moves to a memory file once complete
       int64_t have = static_cast<int64_t>(bytes.size());
       int64_t stop = end_ < 0 ? have : std::min(end_, have);
       if (pos_ >= stop)
@@ -430,7 +432,8 @@ private:
     producing_ = false;
     if (closed_)
       return;
-    bool all = end_ >= 0 ? pos_ >= end_ : body_read_->complete && pos_ >= (int64_t)bytes.size();
+    int64_t size = static_cast<int64_t>(body_read_->size());
+    bool all = end_ >= 0 ? pos_ >= end_ : body_read_->complete && pos_ >= size;
     if (all) {
       finish_body();
       pass_response_body({}, true);
@@ -438,6 +441,24 @@ private:
       finish_body();
       fail(502, "the response this request shared failed while it arrived");
     }
+  }
+
+  // The rest of a complete body in a memory file goes by sendfile when nothing between here
+  // and a cleartext HTTP/1.1 client reads it.
+  void send_by_kernel() {
+    if (body_read_->fd() < 0 || !body_read_->complete)
+      return;
+    int64_t end = end_ < 0 ? static_cast<int64_t>(body_read_->size()) : end_;
+    if (end - pos_ < static_cast<int64_t>(cache::StoredBody::kFileAtLeast))
+      return;
+    int fd = ::dup(body_read_->fd()); // the connection closes the one it is given
+    if (fd < 0)
+      return;
+    if (!send_response_file(fd, pos_, end - pos_)) {
+      ::close(fd);
+      return;
+    }
+    pos_ = end;
   }
 
   void finish_body() {
@@ -449,14 +470,14 @@ private:
   void fail_reply(int status) {
     answered_ = true;
     thread_local http::Header extra[1];
-    cache_status_ =
-        joined(exchange().arena(), {zone_.settings.name, "; fwd=miss; detail=only-if-cached"});
+    set_status(
+        joined(exchange().arena(), {zone_.settings.name, "; fwd=miss; detail=only-if-cached"}));
     extra[0] = {"cache-status", cache_status_};
     respond(routing::LocalReply{status, "text/plain", "Gateway Timeout\n", {extra, 1}});
   }
 
   void add_status(std::vector<http::Header>& fields, std::string_view more) {
-    cache_status_ = joined(exchange().arena(), {zone_.settings.name, "; ", status_, more});
+    set_status(joined(exchange().arena(), {zone_.settings.name, "; ", status_, more}));
     fields.push_back({"cache-status", cache_status_});
   }
 
@@ -477,6 +498,12 @@ private:
       zone_.end_fill(fill_, 0);
       fill_ = nullptr;
     }
+  }
+
+  // The Cache-Status value this response carries, also for the access log's $cache_status.
+  void set_status(std::string_view v) {
+    cache_status_ = v;
+    exchange_options().cache_status = v;
   }
 
   time_t now() const { return static_cast<time_t>(ev_now(loop_)); }

@@ -11,8 +11,8 @@ public:
 
 private:
   routing::FilterStatus on_request_head(http::RequestHead&) override {
-    upstream_options().retry_on_reset = static_cast<int8_t>(route_.retry_on_reset);
-    upstream_options().retry_non_idempotent = static_cast<int8_t>(route_.retry_non_idempotent);
+    exchange_options().retry_on_reset = static_cast<int8_t>(route_.retry_on_reset);
+    exchange_options().retry_non_idempotent = static_cast<int8_t>(route_.retry_non_idempotent);
     return routing::FilterStatus::CONTINUE;
   }
   const config::RouteConfig& route_;

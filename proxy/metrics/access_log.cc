@@ -141,6 +141,7 @@ void AccessLog::append_field(const AccessLogEntry& e, const config::LogPiece& p)
   case LogField::ROUTE: str(e.route); break;
   case LogField::USER_AGENT: str(field(e, "user-agent")); break;
   case LogField::REFERER: str(field(e, "referer")); break;
+  case LogField::CACHE_STATUS: str(e.cache_status); break;
   case LogField::REQUEST_FIELD: str(field(e, p.field_name)); break;
   }
 }
@@ -180,6 +181,8 @@ void AccessLog::append_json(const AccessLogEntry& e) {
   append_number(b, static_cast<uint64_t>(e.retries));
   str(",\"user_agent\":", field(e, "user-agent"));
   str(",\"referer\":", field(e, "referer"));
+  if (!e.cache_status.empty())
+    str(",\"cache_status\":", e.cache_status);
   b.append("}\n");
 }
 

@@ -30,6 +30,7 @@ struct AccessLogEntry {
   double queue = 0, connect = 0, first_byte = 0, total = 0; // seconds
   std::string_view upstream;                                // endpoint, empty when none was reached
   int retries = 0;
+  std::string_view cache_status; // the cache's Cache-Status value, empty when none
 };
 
 class AccessLog {

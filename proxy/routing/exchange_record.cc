@@ -40,6 +40,7 @@ void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream
   e.total = now - started_at;
   e.upstream = upstream;
   e.retries = retries;
+  e.cache_status = cache_status;
   log->record(e);
 }
 

@@ -41,6 +41,7 @@ struct ExchangeRecord {
   // Phase times of the last attempt (seconds), and the body sizes, for the access log.
   double queue = 0, connect = 0, first_byte = 0;
   uint64_t bytes_in = 0;
+  std::string_view cache_status; // a cache filter's Cache-Status, for $cache_status
 };
 
 metrics::Protocol protocol_of(const server::Exchange& ex);

@@ -71,10 +71,12 @@ struct LocalReply {
   std::span<const http::Header> fields; // more fields (location, grpc-status)
 };
 
-// What a route may change in how its requests go upstream (retry overrides).
-struct UpstreamOptions {
+// What a route's filters tell its exchange: how the request goes upstream (retry overrides),
+// and what its access log line says of them.
+struct ExchangeOptions {
   int8_t retry_on_reset = -1;       // -1: the cluster's; 0 off; 1 on
   int8_t retry_non_idempotent = -1; // likewise
+  std::string_view cache_status;    // the cache's Cache-Status value (in the exchange's arena)
 };
 
 class Filter {
@@ -120,7 +122,7 @@ public:
 protected:
   // The client's exchange: its request, arena, loop, addresses and listener.
   server::Exchange& exchange() const;
-  UpstreamOptions& upstream_options() const;
+  ExchangeOptions& exchange_options() const;
   // Resume the side this filter holds (only from outside its own step: inside, return CONTINUE).
   void continue_request();
   void continue_response();

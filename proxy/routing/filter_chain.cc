@@ -13,8 +13,8 @@ constexpr size_t kLow = server::Exchange::kLowWatermark;
 server::Exchange& Filter::exchange() const {
   return chain_->exchange();
 }
-UpstreamOptions& Filter::upstream_options() const {
-  return chain_->upstream_options();
+ExchangeOptions& Filter::exchange_options() const {
+  return chain_->exchange_options();
 }
 void Filter::continue_request() {
   chain_->continue_request(index_);
@@ -54,7 +54,7 @@ void Filter::fail(int status, const char* why) {
 }
 
 FilterChain* FilterChain::make(std::span<const std::unique_ptr<FilterFactory>> factories,
-                               server::Exchange& ex, Terminal& terminal, UpstreamOptions& options) {
+                               server::Exchange& ex, Terminal& terminal, ExchangeOptions& options) {
   FilterChain* chain = nullptr;
   for (const auto& factory : factories) {
     Filter* f = factory->create(ex);

@@ -40,7 +40,7 @@ public:
 
   // Asks each factory for this request's filter; null when none made one.
   static FilterChain* make(std::span<const std::unique_ptr<FilterFactory>> factories,
-                           server::Exchange& ex, Terminal& terminal, UpstreamOptions& options);
+                           server::Exchange& ex, Terminal& terminal, ExchangeOptions& options);
   ~FilterChain();
   FilterChain(const FilterChain&) = delete;
   FilterChain& operator=(const FilterChain&) = delete;
@@ -65,7 +65,7 @@ public:
 
   // Filter's protected helpers, for the filter at index i.
   server::Exchange& exchange() const { return *ex_; }
-  UpstreamOptions& upstream_options() const { return *options_; }
+  ExchangeOptions& exchange_options() const { return *options_; }
   void continue_request(size_t i);
   void continue_response(size_t i);
   void pass_request_body(size_t i, std::string_view data, bool end) {
@@ -147,7 +147,7 @@ private:
   uint8_t count_ = 0;
   server::Exchange* ex_ = nullptr;
   Terminal* terminal_ = nullptr;
-  UpstreamOptions* options_ = nullptr;
+  ExchangeOptions* options_ = nullptr;
   bool closed_ = false;
   bool answered_ = false; // a local reply or failure: the request side goes no further
 

@@ -457,6 +457,7 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   closed_ = true;
   if (chain_)
     chain_->close();
+  record_.cache_status = options_.cache_status;
   record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
                 retried_ ? 1 : 0);
   stop_upstream();

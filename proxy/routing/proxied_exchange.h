@@ -137,7 +137,7 @@ private:
   const RouterContext& ctx_;
   ExchangeRecord record_;
   FilterChain* chain_ = nullptr; // null: no filter for this request, none is called
-  UpstreamOptions options_;      // the route's overrides, as its filters set them
+  ExchangeOptions options_;      // the route's overrides, as its filters set them
   double phase_at_ = 0;          // waiting for a connection since, then handed to one at
   upstream::UpstreamPool* pool_ = nullptr;
   upstream::UpstreamStream* up_ = nullptr;

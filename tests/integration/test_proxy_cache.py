@@ -12,9 +12,12 @@ import threading
 import unittest
 import urllib.parse
 
+import os
+import tempfile
+
 import harness
 from cache_origin import CacheOrigin
-from proxy_harness import Proxy
+from proxy_harness import Proxy, toml_string
 
 http.client._MAXHEADERS = 5000  # an origin's 2000 Vary fields pass to the client
 
@@ -50,13 +53,20 @@ class Cache(unittest.TestCase):
     def setUpClass(cls):
         harness.need("curl")
         cls.origin = CacheOrigin()
+        cls.tmp = tempfile.mkdtemp(prefix="portico-cache-test-")
+        cls.access_log = os.path.join(cls.tmp, "access.log")
         cls.proxy = Proxy([cls.origin.endpoint], workers=1, routes_first=ROUTES,
-                          catch_all=False)
+                          catch_all=False,
+                          listener_options={"access_log": toml_string(cls.access_log),
+                                            "access_log_format": '"$path $cache_status"'})
 
     @classmethod
     def tearDownClass(cls):
         cls.proxy.stop()
         cls.origin.stop()
+        for name in os.listdir(cls.tmp):
+            os.unlink(os.path.join(cls.tmp, name))
+        os.rmdir(cls.tmp)
 
     def setUp(self):
         self.origin.close_gate()
@@ -297,6 +307,21 @@ class Cache(unittest.TestCase):
             self.origin.failing = False
         self.assertEqual(self.served(path), 2)
 
+    def test_a_large_body_goes_from_the_store_by_sendfile_or_its_mapping(self):
+        path = q("/large", cc="max-age=60", len=300000)
+        _, _, body = self.get(path)
+        before = self.proxy.metric("portico_sendfile_bytes_total")
+        status, _, again = self.get(path)
+        self.assertEqual((status, again), (200, body))
+        self.assertEqual(self.proxy.metric("portico_sendfile_bytes_total"), before + 300000)
+        status, _, part = self.get(path, {"Range": "bytes=100000-199999"})
+        self.assertEqual((status, part), (206, body[100000:200000]))
+        url = f"http://127.0.0.1:{self.proxy.port}{path}"
+        out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", url],
+                             capture_output=True, timeout=30)
+        self.assertEqual(out.stdout, body)  # HTTP/2: from the mapping
+        self.assertEqual(self.served(path), 1)
+
     def test_http2_clients_are_answered_from_the_store(self):
         path = q("/h2", cc="max-age=60")
         url = f"http://127.0.0.1:{self.proxy.port}{path}"
@@ -304,6 +329,18 @@ class Cache(unittest.TestCase):
                                capture_output=True, timeout=30, text=True) for _ in range(2)]
         self.assertIn("cache-status: Portico; hit", outs[1].stdout)
         self.assertEqual(self.served(path), 1)
+
+    def test_the_access_log_has_the_cache_status(self):
+        path = q("/logged", cc="max-age=60")
+        self.get(path)
+        self.get(path)
+
+        def lines():
+            with open(self.access_log) as f:
+                return [line.rstrip("\n") for line in f if line.startswith(path + " ")]
+
+        harness.wait_until(lambda: len(lines()) == 2, what="two access log lines")
+        self.assertEqual(lines(), [f'{path} Portico; fwd=uri-miss; stored', f"{path} Portico; hit"])
 
     def test_the_metrics_count_what_the_cache_did(self):
         path = q("/counted", cc="max-age=60")

@@ -199,7 +199,7 @@ protected:
   struct ev_loop* loop_ = nullptr;
   std::unique_ptr<FakeExchange> ex_;
   FakeTerminal terminal_;
-  UpstreamOptions options_;
+  ExchangeOptions options_;
   std::vector<std::unique_ptr<FilterFactory>> factories_;
   std::vector<std::string> log_;
   std::vector<Probe*> probes_;
