@@ -546,6 +546,7 @@ class CacheFactory final : public routing::FilterFactory {
 public:
   CacheFactory(const CacheSettings& s, metrics::WorkerMetrics& m) : zone_(s, m) {}
   routing::Filter* create(const server::Exchange&) const override { return new CacheFilter(zone_); }
+  size_t purge(const routing::PurgeRequest& r) override { return zone_.purge(r); }
 
 private:
   mutable CacheZone zone_; // the worker's store for the route

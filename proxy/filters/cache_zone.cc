@@ -19,6 +19,16 @@ void CacheZone::stored() {
   reported_evictions_ = store.counts().evictions;
 }
 
+size_t CacheZone::purge(const routing::PurgeRequest& r) {
+  std::string key;
+  cache::KeyParts parts = settings.key;
+  parts.fields.clear(); // the URL's responses whatever their key fields, which follow a newline
+  cache::build_key(parts, r.scheme, r.authority, r.target, {}, key);
+  size_t n = r.prefix ? store.erase_prefix(key) : store.erase(key) + store.erase_prefix(key + "\n");
+  stored();
+  return n;
+}
+
 CacheFill* CacheZone::fill_for(std::string_view key) {
   auto it = fills_.find(key);
   return it == fills_.end() ? nullptr : it->second.get();

@@ -5,6 +5,7 @@
 #include "cache/memory_store.h"
 #include "filters/cache_settings.h"
 #include "metrics/worker_metrics.h"
+#include "routing/filter.h"
 
 #include <memory>
 #include <string>
@@ -57,6 +58,8 @@ public:
   // misses go upstream without waiting until then.
   void end_fill(CacheFill* fill, time_t pass_until);
 
+  // Drops the stored responses of r's URL (with any key fields), or of every URL it begins.
+  size_t purge(const routing::PurgeRequest& r);
   // Reports what the store holds to the metrics, after a change to it.
   void stored();
 

@@ -17,7 +17,8 @@ AdminHandler::AdminHandler(std::shared_ptr<const config::Config> cfg,
                            double started_at, struct ev_loop* loop)
     : cfg_(std::move(cfg)), workers_(workers), started_at_(started_at), loop_(loop),
       live_(metrics::live_phases(),
-            cfg_->metrics.enabled ? cfg_->metrics.buckets : std::vector<double>{}) {
+            cfg_->metrics.enabled ? cfg_->metrics.buckets : std::vector<double>{}),
+      purges_(workers, loop) {
   ev_timer_init(&sample_timer_, sample_cb, 0, 1.0);
   sample_timer_.data = this;
   ev_timer_start(loop_, &sample_timer_);
@@ -143,7 +144,12 @@ std::string AdminHandler::status_json(double now) const {
 void AdminHandler::on_request(server::Exchange& ex) {
   std::string_view path = ex.request().path();
   double now = ev_time();
-  if (ex.request().method != "GET" && ex.request().method != "HEAD") {
+  if (path == "/cache/purge") {
+    if (ex.request().method != "POST")
+      ex.respond(405, "text/plain", "POST /cache/purge?url=URL[&prefix=1]\n");
+    else
+      purges_.start(ex);
+  } else if (ex.request().method != "GET" && ex.request().method != "HEAD") {
     ex.respond(405, "text/plain", "GET or HEAD\n");
   } else if (path == "/metrics") {
     std::vector<const metrics::WorkerMetrics*> shards;
@@ -172,7 +178,8 @@ void AdminHandler::on_request(server::Exchange& ex) {
         stats_json(now, std::strtoull(std::string(since).c_str(), nullptr, 10)));
   } else {
     ex.respond(404, "text/plain",
-               "not found: try /, /stats.json, /metrics, /healthz, /readyz, /status\n");
+               "not found: try /, /stats.json, /metrics, /healthz, /readyz, /status, "
+               "POST /cache/purge\n");
   }
 }
 

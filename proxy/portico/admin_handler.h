@@ -1,10 +1,12 @@
 #pragma once
 // The admin endpoint, served on the main thread's own loop so that a scrape never stalls
 // traffic: /metrics (Prometheus text), /healthz (alive), /readyz (503 once draining), /status
-// (JSON), and the live dashboard: / (the page, self-contained) and /stats.json (what it
-// draws: the last minutes a second at a time, sampled on this loop once a second).
+// (JSON), POST /cache/purge (cache_purge.h), and the live dashboard: / (the page, self-contained)
+// and /stats.json (what it draws: the last minutes a second at a time, sampled on this loop once a
+// second).
 #include "config/config.h"
 #include "metrics/live_stats.h"
+#include "portico/cache_purge.h"
 #include "server/exchange.h"
 
 #include <ev.h>
@@ -43,6 +45,7 @@ private:
   struct ev_loop* loop_;
   ev_timer sample_timer_;
   metrics::LiveStats live_;
+  CachePurges purges_;
 };
 
 } // namespace portico::proxy

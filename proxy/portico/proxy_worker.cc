@@ -127,6 +127,14 @@ void ProxyWorker::drain() {
   ev_async_send(loop_, &async_);
 }
 
+void ProxyWorker::purge(std::shared_ptr<PurgeJob> job) {
+  {
+    std::lock_guard lock(mailbox_mu_);
+    purges_.push_back(std::move(job));
+  }
+  ev_async_send(loop_, &async_);
+}
+
 void ProxyWorker::stop() {
   command_.store(2);
   ev_async_send(loop_, &async_);
@@ -154,9 +162,18 @@ void ProxyWorker::on_async() {
     return;
   }
   std::vector<GenerationSpec> pending;
+  std::vector<std::shared_ptr<PurgeJob>> purges;
   {
     std::lock_guard lock(mailbox_mu_);
     pending.swap(pending_);
+    purges.swap(purges_);
+  }
+  for (auto& job : purges) {
+    size_t n = 0;
+    for (auto& g : live_) // an older generation's exchanges may still store
+      n += g->router().purge(job->request);
+    job->purged.fetch_add(n);
+    job->worker_done();
   }
   for (auto& spec : pending)
     if (!draining_)

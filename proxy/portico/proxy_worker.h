@@ -10,6 +10,7 @@
 #include "core/deferred_queue.h"
 #include "metrics/server_stats.h"
 #include "metrics/worker_metrics.h"
+#include "portico/cache_purge.h"
 #include "portico/worker_generation.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
@@ -51,6 +52,9 @@ public:
   Progress take_progress();
   // From any thread: stop accepting, finish in-flight exchanges (GOAWAY, Connection: close).
   void drain();
+  // From the admin thread: the caches drop what job asks, on this worker's loop; the last
+  // worker to finish wakes the admin loop (cache_purge.h).
+  void purge(std::shared_ptr<PurgeJob> job);
   // From any thread: close everything now and end the loop.
   void stop();
   void join();
@@ -95,6 +99,7 @@ private:
 
   std::mutex mailbox_mu_; // the main thread and this worker, never the request path
   std::vector<GenerationSpec> pending_;
+  std::vector<std::shared_ptr<PurgeJob>> purges_;
   Progress progress_;
 
   struct ev_loop* main_loop_;

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -158,10 +159,19 @@ private:
   uint8_t index_ = 0;
 };
 
+// What the admin endpoint asks of a worker's caches: drop the stored responses of one URL, or
+// of every URL that begins with it.
+struct PurgeRequest {
+  std::string scheme, authority, target;
+  bool prefix = false;
+};
+
 // Makes a route's filter for each request; one per route and filter, made with the worker's
 // router, used on its loop only.
 class FilterFactory {
 public:
+  // On the worker's loop: drops what this factory stores for r (a cache's); how many URLs.
+  virtual size_t purge(const PurgeRequest& r) { return 0; }
   virtual ~FilterFactory() = default;
   // A filter for this request, or null when it has nothing to do for it (the gRPC filter for a
   // request that is not a gRPC call).

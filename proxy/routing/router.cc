@@ -86,6 +86,14 @@ std::string_view Router::matching_path(std::string_view path, std::string& scrat
   return scratch;
 }
 
+size_t Router::purge(const PurgeRequest& r) {
+  size_t n = 0;
+  for (auto& route : routes_)
+    for (auto& f : route.filters)
+      n += f->purge(r);
+  return n;
+}
+
 void Router::on_request(server::Exchange& ex) {
   const auto& req = ex.request();
   thread_local std::string normalized;

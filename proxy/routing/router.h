@@ -27,6 +27,8 @@ public:
          const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs,
          FilterRegistry filters, core::DeferredQueue& deferred);
   void on_request(server::Exchange& ex) override;
+  // Every route's filters drop what they store for r (the admin's /cache/purge); how many.
+  size_t purge(const PurgeRequest& r);
   const std::vector<std::shared_ptr<upstream::Cluster>>& clusters() const { return clusters_; }
   // Exchanges started here and not yet destroyed: after a reload, the old router (and the
   // configuration, metrics and access logs they use) is freed once none is left.

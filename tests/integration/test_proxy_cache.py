@@ -330,6 +330,51 @@ class Cache(unittest.TestCase):
         self.assertIn("cache-status: Portico; hit", outs[1].stdout)
         self.assertEqual(self.served(path), 1)
 
+    def admin_post(self, path):
+        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.admin_port, timeout=10)
+        try:
+            conn.request("POST", path)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def test_the_admin_purges_one_url_or_a_prefix(self):
+        base = f"http://127.0.0.1:{self.proxy.port}"
+        one, two, three = (q(p, cc="max-age=60") for p in ("/purge-a", "/purge-b/1",
+                                                             "/purge-b/2"))
+        for path in (one, two, three):
+            self.get(path)
+        status, body = self.admin_post("/cache/purge?url=" + urllib.parse.quote(base + one))
+        self.assertEqual((status, body), (200, b'{"purged":1}\n'))
+        status, body = self.admin_post("/cache/purge?prefix=1&url=" +
+                                       urllib.parse.quote(base + "/purge-b/"))
+        self.assertEqual((status, body), (200, b'{"purged":2}\n'))
+        for path in (one, two, three):
+            self.get(path)
+            self.assertEqual(self.served(path), 2, path)
+        self.assertEqual(self.admin_post("/cache/purge?url=/no-scheme")[0], 400)
+        self.assertEqual(self.admin_post("/cache/purge?url=http%3A%2F%2Fa%2F%2")[0], 400)
+        status, _, _ = self.get_admin("/cache/purge")
+        self.assertEqual(status, 405)
+
+    def get_admin(self, path):
+        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.admin_port, timeout=10)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            conn.close()
+
+    def test_a_purge_sent_to_the_listener_is_the_origins_to_answer(self):
+        path = q("/purge-c", cc="max-age=60")
+        self.get(path)
+        status, _, _ = self.get(path, method="PURGE")  # the origin has no PURGE: 501
+        self.assertEqual(status, 501)
+        self.assertEqual(self.get(path)[1]["cache-status"], "Portico; hit")
+        self.assertEqual(self.served(path), 1)  # nothing dropped (the origin's 501 is unrecorded)
+
     def test_the_access_log_has_the_cache_status(self):
         path = q("/logged", cc="max-age=60")
         self.get(path)
