@@ -7,6 +7,7 @@
 #include "portico/proxy_worker.h"
 #include "server/streamed_reply.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -87,8 +88,45 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
     }
     out += "]}";
   }
+  append_cache_table(out, shards, !cfg_->clusters.empty());
   out += "]}\n";
   return out;
+}
+
+// The caches' hit ratio and counts since start, once any route's cache has seen a request.
+void AdminHandler::append_cache_table(std::string& out,
+                                      const std::vector<const metrics::WorkerMetrics*>& shards,
+                                      bool after_another) {
+  uint64_t n[metrics::kCacheResultCount] = {};
+  int64_t bytes = 0, objects = 0, waiting = 0;
+  for (const auto* s : shards) {
+    const auto& c = s->cache();
+    for (size_t i = 0; i < metrics::kCacheResultCount; ++i)
+      n[i] += c.results[i].get();
+    bytes += c.stored_bytes.get();
+    objects += c.stored_objects.get();
+    waiting += c.waiting.get();
+  }
+  auto at = [&](metrics::CacheResult r) { return n[static_cast<size_t>(r)]; };
+  uint64_t answered = at(metrics::CacheResult::HIT) + at(metrics::CacheResult::COLLAPSED) +
+                      at(metrics::CacheResult::STALE);
+  uint64_t all = answered + at(metrics::CacheResult::MISS) + at(metrics::CacheResult::REVALIDATED) +
+                 at(metrics::CacheResult::BYPASS);
+  if (all == 0 && objects == 0)
+    return;
+  char ratio[16];
+  std::snprintf(ratio, sizeof ratio, "%.1f %%", all ? 100.0 * answered / all : 0.0);
+  out += after_another ? ",{\"title\":\"cache\"" : "{\"title\":\"cache\"";
+  out += ",\"columns\":[\"hit ratio\",\"hits\",\"collapsed\",\"stale\",\"revalidated\","
+         "\"misses\",\"stored\",\"MiB\",\"waiting\"],\"rows\":[[";
+  core::append_json_string(out, ratio);
+  for (uint64_t v : {at(metrics::CacheResult::HIT), at(metrics::CacheResult::COLLAPSED),
+                     at(metrics::CacheResult::STALE), at(metrics::CacheResult::REVALIDATED),
+                     at(metrics::CacheResult::MISS) + at(metrics::CacheResult::BYPASS),
+                     static_cast<uint64_t>(std::max<int64_t>(0, objects))})
+    out += "," + std::to_string(v);
+  out += "," + std::to_string(std::max<int64_t>(0, bytes) >> 20) + "," +
+         std::to_string(std::max<int64_t>(0, waiting)) + "]]}";
 }
 
 void AdminHandler::set_config(std::shared_ptr<const config::Config> cfg) {

@@ -6,6 +6,7 @@
 // second).
 #include "config/config.h"
 #include "metrics/live_stats.h"
+#include "metrics/worker_metrics.h"
 #include "portico/cache_purge.h"
 #include "server/exchange.h"
 
@@ -36,6 +37,9 @@ private:
   void sample();
   std::string status_json(double now) const;
   std::string stats_json(double now, uint64_t since) const;
+  static void append_cache_table(std::string& out,
+                                 const std::vector<const metrics::WorkerMetrics*>& shards,
+                                 bool after_another);
 
   std::shared_ptr<const config::Config> cfg_;
   int reloads_ = 0;

@@ -6,6 +6,7 @@ collapsing (a miss storm reaches the origin once; waiters stream the fetch as it
 fetch that takes too long or is not storable lets them go), stale-if-error, HTTP/2, and the
 metrics."""
 import http.client
+import json
 import socket
 import subprocess
 import threading
@@ -395,6 +396,13 @@ class Cache(unittest.TestCase):
         self.assertEqual(self.proxy.metric("portico_cache_requests_total", result="hit"), hits + 1)
         self.assertGreater(self.proxy.metric("portico_cache_stored_objects"), 0)
         self.assertGreater(self.proxy.metric("portico_cache_stored_bytes"), 0)
+        # the dashboard's table: the hit ratio and the counts behind it
+        stats = json.loads(self.proxy.admin("/stats.json"))
+        table = next(t for t in stats["tables"] if t["title"] == "cache")
+        self.assertEqual(table["columns"][:2], ["hit ratio", "hits"])
+        row = table["rows"][0]
+        self.assertTrue(row[0].endswith(" %"), row)
+        self.assertEqual(row[1], self.proxy.metric("portico_cache_requests_total", result="hit"))
 
 
 if __name__ == "__main__":
