@@ -141,8 +141,11 @@ private:
       return FilterStatus::CONTINUE;
     CacheFill* fill = zone_.fill_for(key_);
     if (!fill) {
-      fill_ = zone_.start_fill(key_);
-      return FilterStatus::CONTINUE;
+      fill = zone_.start_fill(key_);
+      if (!fill->remote()) {
+        fill_ = fill; // this request fetches; others wait on it
+        return FilterStatus::CONTINUE;
+      }
     }
     if (fill->response()) {
       fill_ready(*fill);
@@ -321,7 +324,7 @@ private:
     zone_.store.put(key_, filling_);
     zone_.stored();
     if (fill_)
-      zone_.end_fill(fill_, 0);
+      zone_.end_fill(fill_, 0, filling_);
     fill_ = nullptr;
   }
 
@@ -545,7 +548,10 @@ private:
 class CacheFactory final : public routing::FilterFactory {
 public:
   CacheFactory(const CacheSettings& s, metrics::WorkerMetrics& m) : zone_(s, m) {}
-  routing::Filter* create(const server::Exchange&) const override { return new CacheFilter(zone_); }
+  routing::Filter* create(const server::Exchange& ex) const override {
+    zone_.attach(ex.loop());
+    return new CacheFilter(zone_);
+  }
   size_t purge(const routing::PurgeRequest& r) override { return zone_.purge(r); }
 
 private:

@@ -3,8 +3,10 @@
 // front of the route's cluster (filters/cache.cc).
 #include "cache/cache_key.h"
 #include "cache/freshness.h"
+#include "filters/cache_shared_fills.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,8 @@ struct CacheSettings {
   // instead of Cache-Control.
   std::vector<std::string> targeted;
   std::string name = "Portico"; // the cache's name in Cache-Status (RFC 9211)
+  // The route's fetches in flight over all its workers (one per configuration load).
+  std::shared_ptr<SharedFills> fills = std::make_shared<SharedFills>();
 };
 
 } // namespace portico::filters

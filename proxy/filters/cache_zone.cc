@@ -3,6 +3,9 @@
 namespace portico::filters {
 
 CacheZone::~CacheZone() {
+  settings.fills->leave(this); // no fill_done after this
+  if (loop_)
+    ev_async_stop(loop_, &mailbox_ready_);
   // A reload's new router has its own zones: what this one held leaves the gauges.
   metrics.stored_bytes.add(-reported_bytes_);
   metrics.stored_objects.add(-reported_objects_);
@@ -34,12 +37,25 @@ CacheFill* CacheZone::fill_for(std::string_view key) {
   return it == fills_.end() ? nullptr : it->second.get();
 }
 
+void CacheZone::attach(struct ev_loop* loop) {
+  if (loop_)
+    return;
+  loop_ = loop;
+  ev_async_init(&mailbox_ready_, &CacheZone::mailbox_cb);
+  mailbox_ready_.data = this;
+  ev_async_start(loop_, &mailbox_ready_);
+}
+
 CacheFill* CacheZone::start_fill(std::string_view key) {
   if (fill_for(key))
     return nullptr;
   auto fill = std::make_unique<CacheFill>();
   CacheFill* f = fill.get();
   f->key_ = key;
+  if (loop_) {
+    f->claimed_ = settings.fills->claim(key, this);
+    f->remote_ = !f->claimed_;
+  }
   fills_.emplace(std::string(key), std::move(fill));
   return f;
 }
@@ -52,10 +68,13 @@ void CacheZone::share_fill(CacheFill* fill, std::shared_ptr<cache::StoredRespons
     w->fill_ready(*fill);
 }
 
-void CacheZone::end_fill(CacheFill* fill, time_t pass_until) {
+void CacheZone::end_fill(CacheFill* fill, time_t pass_until,
+                         std::shared_ptr<cache::StoredResponse> done) {
   auto it = fills_.find(fill->key_);
   if (it == fills_.end() || it->second.get() != fill)
     return;
+  if (fill->claimed_)
+    settings.fills->release(fill->key_, this, std::move(done));
   if (pass_until) {
     store.pass(it->first, pass_until);
     stored();
@@ -64,6 +83,37 @@ void CacheZone::end_fill(CacheFill* fill, time_t pass_until) {
   fills_.erase(it);
   for (auto* w : gone->waiters_)
     w->fill_gone();
+}
+
+void CacheZone::fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) {
+  {
+    std::lock_guard lock(mailbox_mu_);
+    mailbox_.emplace_back(key, std::move(r));
+  }
+  ev_async_send(loop_, &mailbox_ready_);
+}
+
+void CacheZone::mailbox_cb(struct ev_loop*, ev_async* w, int) {
+  static_cast<CacheZone*>(w->data)->take_mailbox();
+}
+
+void CacheZone::take_mailbox() {
+  decltype(mailbox_) done;
+  {
+    std::lock_guard lock(mailbox_mu_);
+    done.swap(mailbox_);
+  }
+  for (auto& [key, r] : done) {
+    CacheFill* fill = fill_for(key);
+    if (!fill || !fill->remote_)
+      continue;
+    if (r) { // complete and immutable: this worker keeps it too, and its waiters get it
+      store.put(key, r);
+      stored();
+      share_fill(fill, r);
+    }
+    end_fill(fill, 0); // waiters it did not suit go upstream
+  }
 }
 
 } // namespace portico::filters

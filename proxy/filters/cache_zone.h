@@ -1,13 +1,18 @@
 #pragma once
 // One route's cache on one worker: its settings, its store, its counts, and the fetches in
 // flight that other misses for the same key may wait on (request collapsing: Varnish's
-// coalescing, Pingora's cache lock). The loop's own: no locks.
+// coalescing, Pingora's cache lock). The loop's own: a hit takes no lock. A miss for a key
+// another worker is fetching waits for that fetch (cache_shared_fills.h): the one lock, on
+// misses only, and a mailbox the other worker drops the stored response into.
 #include "cache/memory_store.h"
 #include "filters/cache_settings.h"
+#include "filters/cache_shared_fills.h"
 #include "metrics/worker_metrics.h"
 #include "routing/filter.h"
 
+#include <ev.h>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +36,8 @@ public:
   };
 
   const std::shared_ptr<cache::StoredResponse>& response() const { return response_; }
+  // Another worker makes the fetch; this one waits for its stored response.
+  bool remote() const { return remote_; }
   void wait(Waiter* w) { waiters_.push_back(w); }
   void leave(Waiter* w) { std::erase(waiters_, w); }
 
@@ -39,24 +46,33 @@ private:
   std::string key_;
   std::shared_ptr<cache::StoredResponse> response_;
   std::vector<Waiter*> waiters_;
+  bool remote_ = false;
+  bool claimed_ = false; // the other workers know of it (SharedFills): its end is told them
 };
 
-class CacheZone {
+class CacheZone final : public SharedFills::Member {
 public:
   CacheZone(const CacheSettings& s, metrics::WorkerMetrics& m)
       : settings(s), store(s.memory, s.max_variants), metrics(m.cache()) {}
   ~CacheZone();
+  // The worker's loop, where the other workers' fills are handed over: set by the first
+  // filter made.
+  void attach(struct ev_loop* loop);
 
-  // The fetch in flight for key, or null.
+  // The fetch in flight for key here, or null.
   CacheFill* fill_for(std::string_view key);
-  // A new fetch of key for others to wait on; null when one is in flight.
+  // A fill for key, none being in flight here: this request's fetch, for others to wait on,
+  // or (remote()) a wait for another worker's fetch of it.
   CacheFill* start_fill(std::string_view key);
   // The fetch's response is being stored: its waiters are answered from it, and so are
   // misses that come while it lasts.
   void share_fill(CacheFill* fill, std::shared_ptr<cache::StoredResponse> r);
-  // The fetch is over. Waiters left go upstream; pass_until (when not 0): the key's later
-  // misses go upstream without waiting until then.
-  void end_fill(CacheFill* fill, time_t pass_until);
+  // The fetch is over, stored as done (null: not stored). Waiters left go upstream;
+  // pass_until (when not 0): the key's later misses go upstream without waiting until then.
+  void end_fill(CacheFill* fill, time_t pass_until,
+                std::shared_ptr<cache::StoredResponse> done = nullptr);
+  // SharedFills::Member, from the fetching worker's thread.
+  void fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) override;
 
   // Drops the stored responses of r's URL (with any key fields), or of every URL it begins.
   size_t purge(const routing::PurgeRequest& r);
@@ -73,6 +89,12 @@ private:
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::unique_ptr<CacheFill>, Hash, std::equal_to<>> fills_;
+  static void mailbox_cb(struct ev_loop* loop, ev_async* w, int revents);
+  void take_mailbox();
+  struct ev_loop* loop_ = nullptr;
+  ev_async mailbox_ready_;
+  std::mutex mailbox_mu_; // the fetching worker's thread and this one, on misses only
+  std::vector<std::pair<std::string, std::shared_ptr<cache::StoredResponse>>> mailbox_;
   int64_t reported_bytes_ = 0, reported_objects_ = 0;
   uint64_t reported_evictions_ = 0;
 };

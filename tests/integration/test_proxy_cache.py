@@ -405,5 +405,56 @@ class Cache(unittest.TestCase):
         self.assertEqual(row[1], self.proxy.metric("portico_cache_requests_total", result="hit"))
 
 
+class CacheAcrossWorkers(unittest.TestCase):
+    """Two workers, each with its own store: a miss storm spread over both still reaches the
+    origin once (the second worker waits for the first one's fetch)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.origin = CacheOrigin()
+        cls.proxy = Proxy([cls.origin.endpoint], workers=2, routes_first=ROUTES, catch_all=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.origin.stop()
+
+    def test_a_miss_storm_over_two_workers_reaches_the_origin_once(self):
+        for n, path in enumerate((q("/storm2", cc="max-age=60", gate=1, len=2000),
+                                  q("/storm2-big", cc="max-age=60", gate=1, len=200000))):
+            self.origin.close_gate()
+            results = []
+
+            def fetch():
+                conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+                conn.request("GET", path)
+                r = conn.getresponse()
+                results.append((r.status, r.getheader("cache-status"), r.read()))
+                conn.close()
+
+            first = threading.Thread(target=fetch)
+            first.start()
+            self.origin.wait_requests(path, 1)
+            others = [threading.Thread(target=fetch) for _ in range(60)]
+            for t in others:
+                t.start()
+            harness.wait_until(lambda: self.proxy.metric("portico_cache_waiting") == 60,
+                               what="60 misses waiting on one fetch")
+            self.origin.open_gate()
+            for t in [first] + others:
+                t.join(30)
+            self.assertEqual(len(results), 61)
+            self.assertEqual({r[0] for r in results}, {200})
+            self.assertEqual(len({r[2] for r in results}), 1)
+            self.assertEqual(len(self.origin.requests_for(path)), 1, path)
+            # each worker keeps it: the next requests are hits wherever they land
+            for _ in range(10):
+                conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+                conn.request("GET", path)
+                self.assertEqual(conn.getresponse().getheader("cache-status"), "Portico; hit")
+                conn.close()
+            self.assertEqual(len(self.origin.requests_for(path)), 1, path)
+
+
 if __name__ == "__main__":
     unittest.main()
