@@ -12,6 +12,7 @@
 #include "filters/cache_zone.h"
 #include "filters/route_factory.h"
 #include "routing/filter.h"
+#include "server/detached_exchange.h"
 
 #include <charconv>
 #include <unistd.h>
@@ -85,6 +86,11 @@ private:
       case cache::Reuse::FRESH: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::STALE_OK: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::REVALIDATE:
+        if (while_revalidating(*lookup_) && revalidate_in_background(req)) {
+          zone_.metrics.count(metrics::CacheResult::STALE);
+          answer_now(lookup_, "hit; detail=stale-while-revalidate");
+          return FilterStatus::STOP;
+        }
         if (req_cc_.no_cache || lookup_->fresh.no_cache)
           status_ = "fwd=request";
         break;
@@ -226,6 +232,7 @@ private:
       replace_with(head, "fwd=stale; detail=stale-if-error");
       return FilterStatus::CONTINUE;
     }
+    zone_.end_revalidation(key_);   // a background one's answer, or one as good
     head.date = head.upstream_date; // what is stored is what was sent: the origin's Date
     zone_.metrics.count(status_ == "fwd=bypass" ? metrics::CacheResult::BYPASS
                                                 : metrics::CacheResult::MISS);
@@ -287,6 +294,44 @@ private:
       store_end();
   }
 
+  // stale-while-revalidate (RFC 5861 3): stale by no more than it allows, and nothing in the
+  // request asks for fresher.
+  bool while_revalidating(const cache::StoredResponse& r) const {
+    const auto& f = r.fresh;
+    if (f.no_cache || f.no_stale || f.never_fresh || f.stale_while_revalidate <= 0)
+      return false;
+    if (req_cc_.no_cache || req_cc_.max_age != cache::CacheControl::kAbsent ||
+        req_cc_.min_fresh != cache::CacheControl::kAbsent)
+      return false;
+    int64_t ttl = f.ttl(request_time_);
+    return ttl <= 0 && -ttl < f.stale_while_revalidate;
+  }
+
+  // The same request again, made by the proxy itself (server/detached_exchange.h) through the
+  // same route, with max-age=0 so that it revalidates: its response refreshes the store. One
+  // at a time per key; false when none can be made (then this request revalidates).
+  bool revalidate_in_background(const http::RequestHead& req) {
+    server::RequestHandler* handler = exchange().handler();
+    if (!handler)
+      return false;
+    if (!zone_.start_revalidation(key_, request_time_))
+      return true; // one is under way: the stale response stands meanwhile
+    http::RequestHead bg;
+    bg.method = "GET";
+    bg.scheme = req.scheme;
+    bg.authority = req.authority;
+    bg.target = req.target;
+    bg.version = req.version;
+    for (const auto& h : req.headers)
+      if (h.name != "if-none-match" && h.name != "if-modified-since" && h.name != "range" &&
+          h.name != "if-range" && h.name != "cache-control")
+        bg.headers.push_back(h);
+    bg.headers.push_back({"cache-control", "max-age=0"});
+    server::DetachedExchange::start(exchange().loop(), *handler, bg, exchange().listener_index(),
+                                    exchange().over_tls());
+    return true;
+  }
+
   // stale-if-error (RFC 5861 4): the origin failed, and the stored response may stand in.
   bool usable_on_error(const cache::StoredResponse& r, time_t t) const {
     const auto& f = r.fresh;
@@ -323,6 +368,7 @@ private:
     body_->finish(true);
     zone_.store.put(key_, filling_);
     zone_.stored();
+    zone_.end_revalidation(key_);
     if (fill_)
       zone_.end_fill(fill_, 0, filling_);
     fill_ = nullptr;
@@ -346,6 +392,7 @@ private:
     zone_.store.put(key_, r);
     zone_.stored();
     zone_.metrics.count(metrics::CacheResult::REVALIDATED);
+    zone_.end_revalidation(key_);
     held_ = std::move(r);
     lookup_ = held_.get();
   }

@@ -37,6 +37,14 @@ CacheFill* CacheZone::fill_for(std::string_view key) {
   return it == fills_.end() ? nullptr : it->second.get();
 }
 
+bool CacheZone::start_revalidation(const std::string& key, time_t now) {
+  auto [it, fresh] = revalidating_.try_emplace(key, now);
+  if (!fresh && now - it->second < 60)
+    return false;
+  it->second = now;
+  return true;
+}
+
 void CacheZone::attach(struct ev_loop* loop) {
   if (loop_)
     return;

@@ -74,6 +74,13 @@ public:
   // SharedFills::Member, from the fetching worker's thread.
   void fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) override;
 
+  // A background revalidation of key may start at now: none is under way (one that has not
+  // ended within a minute is taken as lost).
+  bool start_revalidation(const std::string& key, time_t now);
+  void end_revalidation(const std::string& key) {
+    if (!revalidating_.empty())
+      revalidating_.erase(key);
+  }
   // Drops the stored responses of r's URL (with any key fields), or of every URL it begins.
   size_t purge(const routing::PurgeRequest& r);
   // Reports what the store holds to the metrics, after a change to it.
@@ -95,6 +102,7 @@ private:
   ev_async mailbox_ready_;
   std::mutex mailbox_mu_; // the fetching worker's thread and this one, on misses only
   std::vector<std::pair<std::string, std::shared_ptr<cache::StoredResponse>>> mailbox_;
+  std::unordered_map<std::string, time_t> revalidating_; // key -> when it started
   int64_t reported_bytes_ = 0, reported_objects_ = 0;
   uint64_t reported_evictions_ = 0;
 };

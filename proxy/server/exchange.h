@@ -13,6 +13,8 @@
 
 namespace portico::server {
 
+class RequestHandler;
+
 class Exchange;
 
 // Follows one exchange after the handler has seen its head. Every method has a default that
@@ -106,12 +108,16 @@ public:
 
   // A whole small response in one call.
   void respond(int status, std::string_view content_type, std::string_view body);
+  // The handler the request was given to (the worker's router), for a request the proxy
+  // makes of itself (detached_exchange.h); null where none is known.
+  RequestHandler* handler() const { return handler_; }
 
 protected:
   http::RequestHead request_;
   http::Arena arena_;
   struct ev_loop* loop_ = nullptr;
   ExchangeListener* listener_ = nullptr;
+  RequestHandler* handler_ = nullptr;
   std::string_view client_address_;
   bool over_tls_ = false;
   uint16_t listener_index_ = 0;

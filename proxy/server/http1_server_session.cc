@@ -246,6 +246,7 @@ void Http1ServerSession::on_request_head(http::RequestHead& head) {
     return;
   continue_pending_ =
       head.expect_continue && head.version == http::Version::HTTP_1_1 && head.has_body();
+  ex_.handler_ = &ctx.handler();
   ctx.handler().on_request(ex_);
   if (continue_pending_ && !ex_.head_sent())
     send_continue();

@@ -343,6 +343,7 @@ void Http2ServerSession::dispatch(Http2Exchange& st) {
     st.respond(413, "text/plain", "Content Too Large\n");
     return;
   }
+  st.handler_ = &ctx.handler();
   ctx.handler().on_request(st);
 }
 

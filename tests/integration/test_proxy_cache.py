@@ -323,6 +323,28 @@ class Cache(unittest.TestCase):
         self.assertEqual(out.stdout, body)  # HTTP/2: from the mapping
         self.assertEqual(self.served(path), 1)
 
+    def test_stale_while_revalidate_answers_at_once_and_refreshes_behind(self):
+        path = q("/swr", cc="max-age=0, stale-while-revalidate=60")
+        _, _, first = self.get(path)
+        status, fields, body = self.get(path)
+        self.assertEqual((status, body), (200, first))  # stale, at once
+        self.assertEqual(fields["cache-status"], "Portico; hit; detail=stale-while-revalidate")
+        self.origin.wait_requests(path, 2)  # the proxy's own request, behind it
+        sent = {k.lower(): v for k, v in self.origin.requests_for(path)[1][2].items()}
+        self.assertEqual(sent.get("cache-control"), "max-age=0")
+        harness.wait_until(lambda: self.get(path)[2] != first, what="the refreshed response")
+        # with a validator, the background request is conditional and a 304 refreshes
+        tagged = q("/swr-etag", cc="max-age=0, stale-while-revalidate=60", etag='"t"')
+        _, _, first = self.get(tagged)
+        self.assertEqual(self.get(tagged)[2], first)
+        self.origin.wait_requests(tagged, 2)
+        sent = {k.lower(): v for k, v in self.origin.requests_for(tagged)[1][2].items()}
+        self.assertEqual(sent.get("if-none-match"), '"t"')
+        # must-revalidate: never stale, even within stale-while-revalidate
+        strict = q("/swr-strict", cc="max-age=0, stale-while-revalidate=60, must-revalidate")
+        self.get(strict)
+        self.assertNotIn("stale-while-revalidate", self.get(strict)[1]["cache-status"])
+
     def test_http2_clients_are_answered_from_the_store(self):
         path = q("/h2", cc="max-age=60")
         url = f"http://127.0.0.1:{self.proxy.port}{path}"
