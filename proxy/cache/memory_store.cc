@@ -20,14 +20,19 @@ size_t MemoryStore::entry_cost(std::string_view key, const Variants& v) {
   return n;
 }
 
+Variants MemoryStore::take(const std::string& key) {
+  Variants out;
+  if (Variants* v = fifo_.peek(key)) {
+    out = std::move(*v);
+    objects_ -= out.list.size();
+    fifo_.erase(key);
+  }
+  return out;
+}
+
 bool MemoryStore::put(std::string_view key, std::shared_ptr<StoredResponse> r) {
   std::string k(key);
-  Variants next;
-  if (Variants* v = fifo_.peek(k)) {
-    next = std::move(*v);
-    objects_ -= next.list.size();
-    fifo_.erase(k);
-  }
+  Variants next = take(k);
   next.pass_until = 0;
   std::erase_if(next.list, [&](const auto& old) { return old->vary_key == r->vary_key; });
   next.list.insert(next.list.begin(), std::move(r));
@@ -43,12 +48,7 @@ bool MemoryStore::put(std::string_view key, std::shared_ptr<StoredResponse> r) {
 
 void MemoryStore::pass(std::string_view key, time_t until) {
   std::string k(key);
-  Variants next;
-  if (Variants* v = fifo_.peek(k)) {
-    next = std::move(*v);
-    objects_ -= next.list.size();
-    fifo_.erase(k);
-  }
+  Variants next = take(k);
   next.pass_until = until;
   size_t cost = entry_cost(k, next);
   fifo_.insert(k, std::move(next), cost);

@@ -49,7 +49,8 @@ public:
   static size_t entry_cost(std::string_view key, const Variants& v);
 
 private:
-  void account(const Variants& v, int sign);
+  // The key's entry, out of the FIFO and the counts (empty when absent), to be put back.
+  Variants take(const std::string& key);
   S3Fifo<Variants> fifo_;
   size_t max_variants_;
   size_t objects_ = 0;

@@ -23,20 +23,6 @@ namespace {
 
 using routing::FilterStatus;
 
-// parts joined, in the exchange's arena.
-std::string_view joined(http::Arena& arena, std::initializer_list<std::string_view> parts) {
-  size_t n = 0;
-  for (auto p : parts)
-    n += p.size();
-  char* out = arena.allocate(n);
-  size_t at = 0;
-  for (auto p : parts) {
-    std::copy(p.begin(), p.end(), out + at);
-    at += p.size();
-  }
-  return {out, n};
-}
-
 bool safe_method(std::string_view m) {
   return m == "GET" || m == "HEAD" || m == "OPTIONS" || m == "TRACE";
 }
@@ -444,7 +430,7 @@ private:
 
   void build(const cache::StoredResponse& r, std::string_view status, const http::RequestHead& req,
              routing::FilterResponseHead& head) {
-    set_status(joined(exchange().arena(), {zone_.settings.name, "; ", status}));
+    set_status(exchange().arena().join({zone_.settings.name, "; ", status}));
     auto a = cache::answer_from(r, req, now(), cache_status_, fields_, age_, content_range_);
     head.status = a.status;
     head.content_length = a.content_length;
@@ -520,14 +506,13 @@ private:
   void fail_reply(int status) {
     answered_ = true;
     thread_local http::Header extra[1];
-    set_status(
-        joined(exchange().arena(), {zone_.settings.name, "; fwd=miss; detail=only-if-cached"}));
+    set_status(exchange().arena().join({zone_.settings.name, "; fwd=miss; detail=only-if-cached"}));
     extra[0] = {"cache-status", cache_status_};
     respond(routing::LocalReply{status, "text/plain", "Gateway Timeout\n", {extra, 1}});
   }
 
   void add_status(std::vector<http::Header>& fields, std::string_view more) {
-    set_status(joined(exchange().arena(), {zone_.settings.name, "; ", status_, more}));
+    set_status(exchange().arena().join({zone_.settings.name, "; ", status_, more}));
     fields.push_back({"cache-status", cache_status_});
   }
 

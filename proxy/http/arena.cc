@@ -36,6 +36,19 @@ std::string_view Arena::copy(std::string_view s) {
   return {p, s.size()};
 }
 
+std::string_view Arena::join(std::initializer_list<std::string_view> parts) {
+  size_t n = 0;
+  for (auto p : parts)
+    n += p.size();
+  char* out = allocate(n);
+  size_t at = 0;
+  for (auto p : parts) {
+    std::memcpy(out + at, p.data(), p.size());
+    at += p.size();
+  }
+  return {out, n};
+}
+
 std::string_view Arena::append(std::string_view last, std::string_view more) {
   if (last.empty())
     return copy(more);

@@ -6,6 +6,7 @@
 // nothing is ever moved.
 #include "core/block_pool.h"
 
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,8 @@ public:
 
   char* allocate(size_t n);
   std::string_view copy(std::string_view s);
+  // parts, one after the other, as one view.
+  std::string_view join(std::initializer_list<std::string_view> parts);
   // Returns last + more as one view. Grows in place when last is the newest allocation and
   // there is room; otherwise copies both once, to where they can grow (a fresh block, or for a
   // large value twice its size), so that a value arriving a byte at a time costs linear time

@@ -24,16 +24,7 @@ struct Http2Fields {
   static constexpr bool kTeTrailers = true;   // the one TE HTTP/2 has (gRPC needs it)
   void field(std::string_view name, std::string_view value) { nva.push_back(make_nv(name, value)); }
   void field_join(std::string_view name, std::initializer_list<std::string_view> parts) {
-    size_t n = 0;
-    for (auto p : parts)
-      n += p.size();
-    char* v = arena.allocate(n);
-    size_t at = 0;
-    for (auto p : parts) {
-      std::copy(p.begin(), p.end(), v + at);
-      at += p.size();
-    }
-    nva.push_back(make_nv(name, {v, n}));
+    nva.push_back(make_nv(name, arena.join(parts)));
   }
   void unique_field(std::string_view name, std::string_view value) {
     // Indexing a value never seen again would only churn both sides' dynamic tables.

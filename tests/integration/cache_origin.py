@@ -12,25 +12,13 @@
 
 While failing is set, every answer is a 503. A conditional request whose If-None-Match names E (or whose If-Modified-Since is L) gets a
 304 with the same fields."""
-import http.server
 import threading
 import urllib.parse
 
-import harness
+from threaded_origin import AnswerHandler, ThreadedOrigin
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_HEAD(self):
-        self.answer(head=True)
-
-    def do_GET(self):
-        self.answer(head=False)
-
+class _Handler(AnswerHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
         self.rfile.read(length)
@@ -88,31 +76,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-
-    def handle_error(self, request, client_address):
-        pass  # a connection the proxy cut (a lying Content-Length) is expected
-
-
-class CacheOrigin:
+class CacheOrigin(ThreadedOrigin):
     def __init__(self):
-        self.port = harness.free_port()
         self.requests = []
         self.count = 0
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
         self.gate = threading.Event()
         self.failing = False  # every answer a 503 (the fields as asked)
-        self.server = _Server(("127.0.0.1", self.port), _Handler)
-        self.server.origin = self
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def endpoint(self):
-        return f"127.0.0.1:{self.port}"
+        super().__init__(_Handler)
 
     def requests_for(self, path):
         with self.lock:
@@ -133,5 +105,4 @@ class CacheOrigin:
 
     def stop(self):
         self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()

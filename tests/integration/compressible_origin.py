@@ -10,11 +10,10 @@
   /stream?lines=N            N lines, then the end
 
 HEAD answers the fields a GET would have, with no body."""
-import http.server
 import threading
 import urllib.parse
 
-import harness
+from threaded_origin import AnswerHandler, ThreadedOrigin
 
 
 def body_of(n):
@@ -22,18 +21,7 @@ def body_of(n):
     return (words * (n // len(words) + 1))[:n]
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_HEAD(self):
-        self.answer(head=True)
-
-    def do_GET(self):
-        self.answer(head=False)
-
+class _Handler(AnswerHandler):
     def answer(self, head):
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query))
@@ -85,26 +73,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client the test cut off mid-body (the proxy's side of it) is expected
-
-
-class CompressibleOrigin:
+class CompressibleOrigin(ThreadedOrigin):
     def __init__(self):
-        self.port = harness.free_port()
         self.requests = []
         self.released = [threading.Event() for _ in range(100)]
-        self.server = _Server(("127.0.0.1", self.port), _Handler)
-        self.server.origin = self
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def endpoint(self):
-        return f"127.0.0.1:{self.port}"
+        super().__init__(_Handler)
 
     def release(self, i):
         self.released[i].set()
@@ -112,5 +85,4 @@ class CompressibleOrigin:
     def stop(self):
         for e in self.released:
             e.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()

@@ -49,6 +49,40 @@ def q(path, **params):
     return path + "?" + urllib.parse.urlencode(params) if params else path
 
 
+def storm(test, path, n):
+    """One request for path that the origin holds at its gate, then n more while it waits:
+    every answer, once the n are waiting (on that fetch) and the gate has opened."""
+    results = []
+
+    def fetch():
+        status, fields, body = request(test.proxy.port, path)
+        results.append((status, fields, body))
+
+    first = threading.Thread(target=fetch)
+    first.start()
+    test.origin.wait_requests(path, 1)
+    others = [threading.Thread(target=fetch) for _ in range(n)]
+    for t in others:
+        t.start()
+    harness.wait_until(lambda: test.proxy.metric("portico_cache_waiting") == n,
+                       what=f"{n} misses waiting on one fetch")
+    test.origin.open_gate()
+    for t in [first] + others:
+        t.join(30)
+    return results
+
+
+def request(port, path, headers=None, method="GET", body=None):
+    """One request on a new connection: (status, fields with lower-case names, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
 class Cache(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -73,13 +107,7 @@ class Cache(unittest.TestCase):
         self.origin.close_gate()
 
     def get(self, path, headers=None, method="GET", body=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            r = conn.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            conn.close()
+        return request(self.proxy.port, path, headers, method, body)
 
     def served(self, path):
         return len(self.origin.requests_for(path))
@@ -227,22 +255,7 @@ class Cache(unittest.TestCase):
 
     def test_a_miss_storm_reaches_the_origin_once(self):
         path = q("/storm", cc="max-age=60", gate=1, len=5000)
-        results = []
-
-        def fetch():
-            results.append(self.get(path))
-
-        first = threading.Thread(target=fetch)
-        first.start()
-        self.origin.wait_requests(path, 1)
-        others = [threading.Thread(target=fetch) for _ in range(100)]
-        for t in others:
-            t.start()
-        harness.wait_until(lambda: self.proxy.metric("portico_cache_waiting") == 100,
-                           what="100 misses waiting")
-        self.origin.open_gate()
-        for t in [first] + others:
-            t.join(30)
+        results = storm(self, path, 100)
         self.assertEqual(len(results), 101)
         bodies = {r[2] for r in results}
         self.assertEqual(len(bodies), 1)
@@ -354,13 +367,8 @@ class Cache(unittest.TestCase):
         self.assertEqual(self.served(path), 1)
 
     def admin_post(self, path):
-        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.admin_port, timeout=10)
-        try:
-            conn.request("POST", path)
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
+        status, _, body = request(self.proxy.admin_port, path, method="POST")
+        return status, body
 
     def test_the_admin_purges_one_url_or_a_prefix(self):
         base = f"http://127.0.0.1:{self.proxy.port}"
@@ -378,17 +386,7 @@ class Cache(unittest.TestCase):
             self.assertEqual(self.served(path), 2, path)
         self.assertEqual(self.admin_post("/cache/purge?url=/no-scheme")[0], 400)
         self.assertEqual(self.admin_post("/cache/purge?url=http%3A%2F%2Fa%2F%2")[0], 400)
-        status, _, _ = self.get_admin("/cache/purge")
-        self.assertEqual(status, 405)
-
-    def get_admin(self, path):
-        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.admin_port, timeout=10)
-        try:
-            conn.request("GET", path)
-            r = conn.getresponse()
-            return r.status, dict(r.getheaders()), r.read()
-        finally:
-            conn.close()
+        self.assertEqual(request(self.proxy.admin_port, "/cache/purge")[0], 405)
 
     def test_a_purge_sent_to_the_listener_is_the_origins_to_answer(self):
         path = q("/purge-c", cc="max-age=60")
@@ -445,36 +443,15 @@ class CacheAcrossWorkers(unittest.TestCase):
         for n, path in enumerate((q("/storm2", cc="max-age=60", gate=1, len=2000),
                                   q("/storm2-big", cc="max-age=60", gate=1, len=200000))):
             self.origin.close_gate()
-            results = []
-
-            def fetch():
-                conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
-                conn.request("GET", path)
-                r = conn.getresponse()
-                results.append((r.status, r.getheader("cache-status"), r.read()))
-                conn.close()
-
-            first = threading.Thread(target=fetch)
-            first.start()
-            self.origin.wait_requests(path, 1)
-            others = [threading.Thread(target=fetch) for _ in range(60)]
-            for t in others:
-                t.start()
-            harness.wait_until(lambda: self.proxy.metric("portico_cache_waiting") == 60,
-                               what="60 misses waiting on one fetch")
-            self.origin.open_gate()
-            for t in [first] + others:
-                t.join(30)
+            results = storm(self, path, 60)
             self.assertEqual(len(results), 61)
             self.assertEqual({r[0] for r in results}, {200})
             self.assertEqual(len({r[2] for r in results}), 1)
             self.assertEqual(len(self.origin.requests_for(path)), 1, path)
             # each worker keeps it: the next requests are hits wherever they land
             for _ in range(10):
-                conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
-                conn.request("GET", path)
-                self.assertEqual(conn.getresponse().getheader("cache-status"), "Portico; hit")
-                conn.close()
+                self.assertEqual(request(self.proxy.port, path)[1]["cache-status"],
+                                 "Portico; hit")
             self.assertEqual(len(self.origin.requests_for(path)), 1, path)
 
 
