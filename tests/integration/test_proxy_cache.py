@@ -263,6 +263,17 @@ class Cache(unittest.TestCase):
         self.assertEqual(self.served(path), 1)
         self.assertEqual(sum("collapsed" in r[1]["cache-status"] for r in results), 100)
 
+    def test_a_clients_conditional_request_does_not_stop_collapsing(self):
+        # The client's own 304 is no response others could use: it must not mark the key as
+        # one whose misses go straight upstream (hit-for-miss).
+        path = q("/cond-then-storm", cc="max-age=60", etag='"c"', gate=1)
+        self.origin.open_gate()
+        self.assertEqual(self.get(path, {"If-None-Match": '"c"'})[0], 304)
+        self.origin.close_gate()
+        results = storm(self, path, 5)
+        self.assertEqual([r[0] for r in results], [200] * 6)
+        self.assertEqual(self.served(path), 2)  # the conditional one, then one for the storm
+
     def test_waiters_read_the_fetch_as_it_arrives(self):
         path = q("/trickle", cc="max-age=60", trickle=1, len=100000)
         conns = [http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
