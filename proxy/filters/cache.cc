@@ -131,8 +131,8 @@ private:
   FilterStatus join_or_fetch(http::RequestHead& req) {
     // A conditional or partial request may get a 304 or a 206, which no other request could
     // use: it neither fetches for others nor waits.
-    if (zone_.settings.lock_timeout <= 0 || req.is_head() || pass_ ||
-        req.find("if-none-match") || req.find("if-modified-since") || req.find("range"))
+    if (zone_.settings.lock_timeout <= 0 || req.is_head() || pass_ || req.find("if-none-match") ||
+        req.find("if-modified-since") || req.find("range"))
       return FilterStatus::CONTINUE;
     CacheFill* fill = zone_.fill_for(key_);
     if (!fill) {
