@@ -57,13 +57,17 @@ private:
     if (req.method != "GET" && req.method != "HEAD")
       return FilterStatus::CONTINUE;
     req_cc_ = cache::parse_cache_control(req.headers, "cache-control");
-    cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key_);
+    // The key is built where no allocation is needed, and kept only by a request that goes on
+    // (a hit never needs it again).
+    thread_local std::string key;
+    cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
     authorized_ = req.find("authorization") != nullptr;
     if (req_cc_.no_store) {
       status_ = "fwd=bypass";
+      key_ = key;
       return FilterStatus::CONTINUE; // neither answered from the store nor stored
     }
-    cache::Variants* v = zone_.store.find(key_);
+    cache::Variants* v = zone_.store.find(key);
     pass_ = v && v->pass_until > request_time_;
     lookup_ = v ? select(*v, req) : nullptr;
     status_ = !v || v->list.empty() ? "fwd=uri-miss" : lookup_ ? "fwd=stale" : "fwd=vary-miss";
@@ -72,7 +76,7 @@ private:
       case cache::Reuse::FRESH: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::STALE_OK: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::REVALIDATE:
-        if (while_revalidating(*lookup_) && revalidate_in_background(req)) {
+        if (while_revalidating(*lookup_) && revalidate_in_background(req, key)) {
           zone_.metrics.count(metrics::CacheResult::STALE);
           answer_now(lookup_, "hit; detail=stale-while-revalidate");
           return FilterStatus::STOP;
@@ -86,6 +90,7 @@ private:
       fail_reply(504);
       return FilterStatus::STOP;
     }
+    key_ = key;
     if (lookup_ && (!lookup_->etag.empty() || !lookup_->last_modified.empty())) {
       make_conditional(req);
       return FilterStatus::CONTINUE;
@@ -214,6 +219,20 @@ private:
       replace_with(head, "fwd=stale; fwd-status=304");
       return FilterStatus::CONTINUE;
     }
+    if (const cache::StoredResponse* stored = lookup_ ? lookup_ : stale_;
+        stored && exchange().request().is_head() && head.status == 200 &&
+        head.source == routing::ResponseSource::UPSTREAM) {
+      // A HEAD's 200 freshens the GET it could have been (RFC 9111 4.3.5), or, describing
+      // another representation, invalidates it.
+      if (same_representation(*stored, *head.fields)) {
+        lookup_ = stored;
+        refresh(*head.fields, head.upstream_date, t);
+        replace_with(head, "fwd=stale; fwd-status=200");
+        return FilterStatus::CONTINUE;
+      }
+      zone_.store.erase(key_);
+      zone_.stored();
+    }
     if (const cache::StoredResponse* stale = lookup_ ? lookup_ : stale_;
         stale && head.status >= 500 && usable_on_error(*stale, t)) {
       lookup_ = stale;
@@ -299,11 +318,11 @@ private:
   // The same request again, made by the proxy itself (server/detached_exchange.h) through the
   // same route, with max-age=0 so that it revalidates: its response refreshes the store. One
   // at a time per key; false when none can be made (then this request revalidates).
-  bool revalidate_in_background(const http::RequestHead& req) {
+  bool revalidate_in_background(const http::RequestHead& req, const std::string& key) {
     server::RequestHandler* handler = exchange().handler();
     if (!handler)
       return false;
-    if (!zone_.start_revalidation(key_, request_time_))
+    if (!zone_.start_revalidation(key, request_time_))
       return true; // one is under way: the stale response stands meanwhile
     http::RequestHead bg;
     bg.method = "GET";
@@ -382,8 +401,21 @@ private:
     zone_.stored();
     zone_.metrics.count(metrics::CacheResult::REVALIDATED);
     zone_.end_revalidation(key_);
-    held_ = std::move(r);
+    held_ = std::move(r); // the old one may go with it
     lookup_ = held_.get();
+    stale_ = nullptr;
+  }
+
+  // The validators a response sends match the stored response's (those both have).
+  static bool same_representation(const cache::StoredResponse& r,
+                                  std::span<const http::Header> fields) {
+    for (const auto& f : fields) {
+      if (f.name == "etag" && !r.etag.empty() && f.value != r.etag)
+        return false;
+      if (f.name == "last-modified" && !r.last_modified.empty() && f.value != r.last_modified)
+        return false;
+    }
+    return true;
   }
 
   void invalidate(std::span<const http::Header> fields) {
@@ -434,10 +466,13 @@ private:
   void build(const cache::StoredResponse& r, std::string_view status, const http::RequestHead& req,
              routing::FilterResponseHead& head) {
     set_status(exchange().arena().join({zone_.settings.name, "; ", status}));
-    auto a = cache::answer_from(r, req, now(), cache_status_, fields_, age_, content_range_);
+    // One vector per thread: the head is sent, or copied by the chain, before this returns
+    // to the loop, and no other answer is built meanwhile.
+    thread_local std::vector<http::Header> fields;
+    auto a = cache::answer_from(r, req, now(), cache_status_, fields, age_, content_range_);
     head.status = a.status;
     head.content_length = a.content_length;
-    head.fields = &fields_;
+    head.fields = &fields;
     head.source = routing::ResponseSource::LOCAL;
     head.date = a.date;
     body_read_ = r.body;
@@ -575,7 +610,6 @@ private:
   // answering
   std::shared_ptr<cache::StoredBody> body_read_; // kept while its bytes are sent
   int64_t pos_ = 0, end_ = 0;
-  std::vector<http::Header> fields_;
   char age_[24];
   char content_range_[server::kContentRangeMax];
 };

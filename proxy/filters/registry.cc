@@ -4,21 +4,23 @@
 // [[route]] keys only, X(NAME, OWN_KEY) when its folder also defines `const
 // config::RouteSettingsReader settings_NAME` for a key of its own (config/route_settings.h).
 // Where it goes: before the filters whose answers it must see (gRPC early, to map every local
-// reply; compression first, to compress what leaves), after those whose edits it must see.
+// reply; compression early, to compress what leaves), after those whose edits it must see. The
+// cache is first of all: it keys the request as the client sent it, stores what leaves
+// (compressed once, not at every hit), and answers a hit past every other filter.
 #include "filters/registry.h"
 
 namespace portico::filters {
 
 #define PORTICO_FILTERS(X)                                                                         \
-  X(compress, OWN_KEY)          /* compress: last to see a response, it compresses what leaves */  \
-  X(grpc, BUILT_IN)             /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */     \
-  X(cache, OWN_KEY)             /* cache: before every edit, keyed on the request as it came */    \
-  X(route_timeout, BUILT_IN)    /* timeout: a deadline for the whole response */                   \
-  X(retry_overrides, BUILT_IN)  /* retry_on_reset, retry_non_idempotent */                         \
-  X(redirect, BUILT_IN)         /* redirect: answered here */                                      \
-  X(direct_response, BUILT_IN)  /* direct_response: answered here */                               \
-  X(prefix_rewrite, BUILT_IN)   /* prefix_rewrite */                                               \
-  X(request_headers, BUILT_IN)  /* request_headers_remove, request_headers_add */                  \
+  X(cache, OWN_KEY)            /* cache: first; stores what leaves, keys what comes */             \
+  X(compress, OWN_KEY)         /* compress: compresses what leaves (before the cache stores it) */ \
+  X(grpc, BUILT_IN)            /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */      \
+  X(route_timeout, BUILT_IN)   /* timeout: a deadline for the whole response */                    \
+  X(retry_overrides, BUILT_IN) /* retry_on_reset, retry_non_idempotent */                          \
+  X(redirect, BUILT_IN)        /* redirect: answered here */                                       \
+  X(direct_response, BUILT_IN) /* direct_response: answered here */                                \
+  X(prefix_rewrite, BUILT_IN)  /* prefix_rewrite */                                                \
+  X(request_headers, BUILT_IN) /* request_headers_remove, request_headers_add */                   \
   X(response_headers, BUILT_IN) /* response_headers_remove, response_headers_add */                \
   X(static_files, OWN_KEY)      /* static: answered from files, after every edit above */
 

@@ -9,6 +9,8 @@
   &gate=1              the head waits until the test calls open_gate()
   &trickle=1           the body's second half waits until the test calls open_gate()
   &echo=NAME           the value of request field NAME ends the body
+  &head_cc=C           a HEAD's Cache-Control instead
+  &get_only=1          X-Get-Only: 1 on a GET's response, not a HEAD's
 
 While failing is set, every answer is a 503. A conditional request whose If-None-Match names E (or whose If-Modified-Since is L) gets a
 304 with the same fields."""
@@ -48,6 +50,10 @@ class _Handler(AnswerHandler):
             body += (self.headers.get(q["echo"]) or "-").encode()
         self.send_response(status)
         self.send_header("Content-Type", q.get("type", "text/plain"))
+        if head and "head_cc" in q:
+            q["cc"] = q["head_cc"]
+        if not head and q.get("get_only"):
+            self.send_header("X-Get-Only", "1")
         for key, name in (("cc", "Cache-Control"), ("etag", "ETag"), ("lm", "Last-Modified"),
                           ("vary", "Vary"), ("age", "Age"), ("expires", "Expires")):
             if key in q:

@@ -5,6 +5,7 @@ cannot poison, absurd Age and max-age, an upstream that lies about Content-Lengt
 collapsing (a miss storm reaches the origin once; waiters stream the fetch as it arrives; a
 fetch that takes too long or is not storable lets them go), stale-if-error, HTTP/2, and the
 metrics."""
+import gzip
 import http.client
 import json
 import socket
@@ -32,6 +33,12 @@ cache = { lock_timeout = 0.3, pass_for = 0 }
 path_prefix = "/few/"
 cluster = "app"
 cache = { max_variants = 4, max_object = 1000, stale_if_error = 60 }
+
+[[route]]
+path_prefix = "/squeezed/"
+cluster = "app"
+cache = true
+compress = { encodings = ["gzip", "br"], min_length = 10 }
 
 [[route]]
 path_prefix = "/keyed/"
@@ -369,6 +376,17 @@ class Cache(unittest.TestCase):
         self.get(strict)
         self.assertNotIn("stale-while-revalidate", self.get(strict)[1]["cache-status"])
 
+    def test_a_heads_200_freshens_the_stored_get(self):
+        path = q("/head-update", cc="max-age=0", head_cc="max-age=60", get_only=1)
+        _, _, body = self.get(path)
+        status, fields, _ = self.get(path, method="HEAD")
+        self.assertEqual((status, fields["x-get-only"]), (200, "1"))  # the stored field stays
+        self.assertEqual(fields["cache-status"], "Portico; fwd=stale; fwd-status=200")
+        status, fields, again = self.get(path)  # fresh now, for the HEAD's 60 s
+        self.assertEqual((status, again, fields["cache-status"]), (200, body, "Portico; hit"))
+        self.assertEqual(fields["cache-control"], "max-age=60")
+        self.assertEqual(self.served(path), 2)
+
     def test_http2_clients_are_answered_from_the_store(self):
         path = q("/h2", cc="max-age=60")
         url = f"http://127.0.0.1:{self.proxy.port}{path}"
@@ -406,6 +424,24 @@ class Cache(unittest.TestCase):
         self.assertEqual(status, 501)
         self.assertEqual(self.get(path)[1]["cache-status"], "Portico; hit")
         self.assertEqual(self.served(path), 1)  # nothing dropped (the origin's 501 is unrecorded)
+
+    def test_compressed_responses_are_stored_compressed(self):
+        path = q("/squeezed/doc", cc="max-age=60", len=5000)
+        gzipped = self.proxy.metric("portico_compressed_responses_total", encoding="gzip")
+        _, _, body = self.get(path, {"Accept-Encoding": "gzip"})
+        status, fields, again = self.get(path, {"Accept-Encoding": "gzip"})
+        self.assertEqual((status, fields["content-encoding"], again), (200, "gzip", body))
+        self.assertEqual(fields["cache-status"], "Portico; hit")
+        self.assertTrue(gzip.decompress(again).startswith(b"response "))
+        # compressed once, answered twice: a hit is not compressed again
+        self.assertEqual(self.proxy.metric("portico_compressed_responses_total", encoding="gzip"),
+                         gzipped + 1)
+        # another coding is another variant (Vary: Accept-Encoding), fetched and kept
+        status, fields, plain = self.get(path)
+        self.assertEqual((status, fields.get("content-encoding")), (200, None))
+        self.assertEqual(self.get(path)[1]["cache-status"], "Portico; hit")
+        self.assertEqual(self.served(path), 2)
+        self.assertEqual((len(gzip.decompress(body)), len(plain)), (5000, 5000))
 
     def test_the_access_log_has_the_cache_status(self):
         path = q("/logged", cc="max-age=60")

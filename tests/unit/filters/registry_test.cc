@@ -24,13 +24,14 @@ std::vector<std::string> made_for(const config::RouteConfig* r) {
   return names;
 }
 
-TEST(FilterRegistry, EachFilterOnceCompressionThenGrpcFirst) {
+TEST(FilterRegistry, EachFilterOnceTheCacheThenCompressionThenGrpcFirst) {
   std::set<std::string_view> seen;
   for (const auto& kind : registry())
     EXPECT_TRUE(seen.insert(kind.name).second) << kind.name;
-  ASSERT_GE(registry().size(), 2u);
-  EXPECT_EQ(registry()[0].name, "compress");
-  EXPECT_EQ(registry()[1].name, "grpc");
+  ASSERT_GE(registry().size(), 3u);
+  EXPECT_EQ(registry()[0].name, "cache");
+  EXPECT_EQ(registry()[1].name, "compress");
+  EXPECT_EQ(registry()[2].name, "grpc");
 }
 
 TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
@@ -47,7 +48,7 @@ TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
 }
 
 TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
-  auto grpc = registry()[1].make(nullptr, shard());
+  auto grpc = registry()[2].make(nullptr, shard());
   ASSERT_TRUE(grpc);
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;
