@@ -43,6 +43,8 @@ std::string_view Arena::join(std::initializer_list<std::string_view> parts) {
   char* out = allocate(n);
   size_t at = 0;
   for (auto p : parts) {
+    if (p.empty())
+      continue; // an empty view's data may be null, which memcpy must not be given
     std::memcpy(out + at, p.data(), p.size());
     at += p.size();
   }
