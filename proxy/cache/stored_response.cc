@@ -1,12 +1,29 @@
 #include "cache/stored_response.h"
 
 #include <algorithm>
+#include <atomic>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace portico::cache {
 
 namespace {
+
+// Memory files held by stored bodies, in the whole process, and how many they may be: a
+// quarter of the descriptor limit, so that a large cache never leaves a connection without
+// one. Counted on stores and frees only, never on a hit.
+std::atomic<int64_t> g_files{0};
+
+int64_t file_limit() {
+  static const int64_t limit = [] {
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+      return int64_t{1024};
+    return static_cast<int64_t>(r.rlim_cur / 4);
+  }();
+  return limit;
+}
 
 // Fields the body depends on: a 304 never changes them (RFC 9111 3.2).
 bool body_field(std::string_view n) {
@@ -57,8 +74,10 @@ void StoredBody::append(std::string_view data) {
 StoredBody::~StoredBody() {
   if (map_)
     ::munmap(const_cast<char*>(map_), size_);
-  if (fd_ >= 0)
+  if (fd_ >= 0) {
     ::close(fd_);
+    g_files.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void StoredBody::finish(bool ok) {
@@ -70,15 +89,22 @@ void StoredBody::finish(bool ok) {
 }
 
 void StoredBody::move_to_file() {
-  // Without a memory file (none left, no memory) the body simply stays in the string.
-  int fd = ::memfd_create("portico-cache", MFD_CLOEXEC);
-  if (fd < 0)
+  // Without a memory file (over the limit, none left, no memory) the body stays in the string.
+  if (g_files.fetch_add(1, std::memory_order_relaxed) >= file_limit()) {
+    g_files.fetch_sub(1, std::memory_order_relaxed);
     return;
+  }
+  int fd = ::memfd_create("portico-cache", MFD_CLOEXEC);
+  if (fd < 0) {
+    g_files.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n <= 0) {
       ::close(fd);
+      g_files.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
     done += static_cast<size_t>(n);
@@ -86,6 +112,7 @@ void StoredBody::move_to_file() {
   void* map = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
     ::close(fd);
+    g_files.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
   fd_ = fd;

@@ -8,6 +8,7 @@
 // Location and Content-Location they answer with. Every response that passed the cache says
 // how in Cache-Status (RFC 9211).
 #include "cache/answer.h"
+#include "cache/policy.h"
 #include "cache/vary.h"
 #include "filters/cache_zone.h"
 #include "filters/route_factory.h"
@@ -23,22 +24,6 @@ namespace {
 
 using routing::FilterStatus;
 
-bool safe_method(std::string_view m) {
-  return m == "GET" || m == "HEAD" || m == "OPTIONS" || m == "TRACE";
-}
-
-// The directives in charge of a response: the targeted field's when it has one (RFC 9213),
-// else Cache-Control's.
-cache::CacheControl response_directives(const CacheSettings& s,
-                                        std::span<const http::Header> fields) {
-  for (const auto& name : s.targeted) {
-    cache::CacheControl t = cache::parse_cache_control(fields, name);
-    if (t.present)
-      return t;
-  }
-  return cache::parse_cache_control(fields, "cache-control");
-}
-
 class CacheFilter final : public routing::Filter, public CacheFill::Waiter, cache::BodyWatcher {
 public:
   explicit CacheFilter(CacheZone& zone) : zone_(zone) {}
@@ -50,7 +35,7 @@ private:
   FilterStatus on_request_head(http::RequestHead& req) override {
     loop_ = exchange().loop();
     request_time_ = now();
-    if (!safe_method(req.method)) {
+    if (!cache::safe_method(req.method)) {
       unsafe_ = true; // answered with success, it invalidates (on_response_head)
       return FilterStatus::CONTINUE;
     }
@@ -76,7 +61,8 @@ private:
       case cache::Reuse::FRESH: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::STALE_OK: answer_now(lookup_, "hit"); return FilterStatus::STOP;
       case cache::Reuse::REVALIDATE:
-        if (while_revalidating(*lookup_) && revalidate_in_background(req, key)) {
+        if (cache::while_revalidating(lookup_->fresh, req_cc_, request_time_) &&
+            revalidate_in_background(req, key)) {
           zone_.metrics.count(metrics::CacheResult::STALE);
           answer_now(lookup_, "hit; detail=stale-while-revalidate");
           return FilterStatus::STOP;
@@ -224,7 +210,7 @@ private:
         head.source == routing::ResponseSource::UPSTREAM) {
       // A HEAD's 200 freshens the GET it could have been (RFC 9111 4.3.5), or, describing
       // another representation, invalidates it.
-      if (same_representation(*stored, *head.fields)) {
+      if (cache::same_representation(*stored, *head.fields)) {
         lookup_ = stored;
         refresh(*head.fields, head.upstream_date, t);
         replace_with(head, "fwd=stale; fwd-status=200");
@@ -234,7 +220,7 @@ private:
       zone_.stored();
     }
     if (const cache::StoredResponse* stale = lookup_ ? lookup_ : stale_;
-        stale && head.status >= 500 && usable_on_error(*stale, t)) {
+        stale && head.status >= 500 && cache::usable_on_error(stale->fresh, req_cc_, t)) {
       lookup_ = stale;
       zone_.metrics.count(metrics::CacheResult::STALE);
       replace_with(head, "fwd=stale; detail=stale-if-error");
@@ -275,8 +261,8 @@ private:
 
   void store_begin(routing::FilterResponseHead& head, time_t t) {
     const auto& s = zone_.settings;
-    auto cc = response_directives(s, *head.fields);
-    if (!storable(head, cc))
+    auto cc = cache::response_directives(s.targeted, *head.fields);
+    if (!cache::storable(head.status, *head.fields, cc, authorized_))
       return;
     int64_t cl = head.content_length;
     if (cl > static_cast<int64_t>(s.max_object))
@@ -300,19 +286,6 @@ private:
       zone_.share_fill(fill_, filling_);
     if (cl == 0)
       store_end();
-  }
-
-  // stale-while-revalidate (RFC 5861 3): stale by no more than it allows, and nothing in the
-  // request asks for fresher.
-  bool while_revalidating(const cache::StoredResponse& r) const {
-    const auto& f = r.fresh;
-    if (f.no_cache || f.no_stale || f.never_fresh || f.stale_while_revalidate <= 0)
-      return false;
-    if (req_cc_.no_cache || req_cc_.max_age != cache::CacheControl::kAbsent ||
-        req_cc_.min_fresh != cache::CacheControl::kAbsent)
-      return false;
-    int64_t ttl = f.ttl(request_time_);
-    return ttl <= 0 && -ttl < f.stale_while_revalidate;
   }
 
   // The same request again, made by the proxy itself (server/detached_exchange.h) through the
@@ -340,35 +313,6 @@ private:
     return true;
   }
 
-  // stale-if-error (RFC 5861 4): the origin failed, and the stored response may stand in.
-  bool usable_on_error(const cache::StoredResponse& r, time_t t) const {
-    const auto& f = r.fresh;
-    if (f.no_cache || req_cc_.no_cache || (f.no_stale && f.ttl(t) <= 0))
-      return false;
-    return f.ttl(t) + f.stale_if_error > 0;
-  }
-
-  // RFC 9111 3: what a shared cache may store. A no-store response is not even taken in.
-  bool storable(const routing::FilterResponseHead& head, const cache::CacheControl& cc) const {
-    int status = head.status;
-    if (status < 200 || status == 206 || status == 304)
-      return false;
-    if (cc.must_understand ? !cache::understood_status(status) : cc.no_store)
-      return false;
-    if (cc.private_)
-      return false;
-    if (authorized_ && !cc.public_ && !cc.must_revalidate && cc.s_maxage < 0)
-      return false;
-    bool expires = false, last_modified = false;
-    for (const auto& f : *head.fields) {
-      expires |= f.name == "expires";
-      last_modified |= f.name == "last-modified";
-    }
-    return cc.public_ || expires || cc.max_age != cache::CacheControl::kAbsent ||
-           cc.s_maxage != cache::CacheControl::kAbsent ||
-           (cache::heuristically_cacheable(status) && last_modified) || cc.no_cache;
-  }
-
   void store_end() {
     storing_ = false;
     filling_->length = static_cast<int64_t>(body_->bytes.size());
@@ -394,7 +338,7 @@ private:
   // stored again and answers.
   void refresh(std::span<const http::Header> fields, std::string_view date, time_t t) {
     auto r = cache::updated_by(*lookup_, fields, date);
-    auto cc = response_directives(zone_.settings, r->fields);
+    auto cc = cache::response_directives(zone_.settings.targeted, r->fields);
     r->fresh = cache::freshness_of(r->status, cc, r->fields, r->date, request_time_, t,
                                    zone_.settings.freshness);
     zone_.store.put(key_, r);
@@ -404,18 +348,6 @@ private:
     held_ = std::move(r); // the old one may go with it
     lookup_ = held_.get();
     stale_ = nullptr;
-  }
-
-  // The validators a response sends match the stored response's (those both have).
-  static bool same_representation(const cache::StoredResponse& r,
-                                  std::span<const http::Header> fields) {
-    for (const auto& f : fields) {
-      if (f.name == "etag" && !r.etag.empty() && f.value != r.etag)
-        return false;
-      if (f.name == "last-modified" && !r.last_modified.empty() && f.value != r.last_modified)
-        return false;
-    }
-    return true;
   }
 
   void invalidate(std::span<const http::Header> fields) {
