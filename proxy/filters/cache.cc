@@ -106,10 +106,6 @@ private:
   void make_conditional(http::RequestHead& req) {
     validating_ = true;
     client_fields_.assign(req.headers.begin(), req.headers.end());
-    for (const auto& h : req.headers)
-      if (h.name == "if-none-match" || h.name == "if-modified-since" || h.name == "if-range" ||
-          h.name == "if-match" || h.name == "if-unmodified-since" || h.name == "range")
-        client_conditional_ = true;
     std::erase_if(req.headers, [](const http::Header& h) {
       return h.name == "if-none-match" || h.name == "if-modified-since";
     });
@@ -385,8 +381,8 @@ private:
 
   // Answers with lookup_ in place of the response whose head this is.
   void replace_with(routing::FilterResponseHead& head, std::string_view status) {
-    if (!client_fields_.empty() || client_conditional_) {
-      // The client's own conditions are judged against what is stored.
+    if (validating_) {
+      // The client's own conditions (and none of ours) are judged against what is stored.
       auto& req = exchange().mutable_request();
       req.headers.assign(client_fields_.begin(), client_fields_.end());
     }
@@ -523,7 +519,6 @@ private:
   bool unsafe_ = false;
   bool authorized_ = false;
   bool validating_ = false;
-  bool client_conditional_ = false;
   bool pass_ = false;
   ev_timer wait_timer_;
   bool answered_ = false;

@@ -6,6 +6,9 @@ collapsing (a miss storm reaches the origin once; waiters stream the fetch as it
 fetch that takes too long or is not storable lets them go), stale-if-error, HTTP/2, and the
 metrics."""
 import gzip
+import h2.config
+import h2.connection
+import h2.events
 import http.client
 import json
 import socket
@@ -77,6 +80,31 @@ def storm(test, path, n):
     for t in [first] + others:
         t.join(30)
     return results
+
+
+def bare_h2_get(port, path):
+    """A GET over h2c with the pseudo-header fields only, no other field at all: its status
+    and body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        conn.send_headers(1, [(":method", "GET"), (":scheme", "http"),
+                              (":authority", f"127.0.0.1:{port}"), (":path", path)],
+                          end_stream=True)
+        sock.sendall(conn.data_to_send())
+        status, body = None, b""
+        while True:
+            data = sock.recv(65536)
+            assert data, "the connection closed before the response ended"
+            for e in conn.receive_data(data):
+                if isinstance(e, h2.events.ResponseReceived):
+                    status = int(dict(e.headers)[b":status"])
+                elif isinstance(e, h2.events.DataReceived):
+                    body += e.data
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    return status, body
+            sock.sendall(conn.data_to_send())
 
 
 def request(port, path, headers=None, method="GET", body=None):
@@ -166,6 +194,13 @@ class Cache(unittest.TestCase):
         status, fields, body = self.get(path, {"If-None-Match": '"v1"'})
         self.assertEqual((status, body), (304, b""))
         self.assertEqual(fields["etag"], '"v1"')
+
+    def test_a_request_with_no_fields_is_not_answered_with_the_caches_own_condition(self):
+        # Revalidating, the proxy adds its validators to the request; the client's own fields
+        # come back before the answer is made, even when it sent none at all.
+        path = q("/bare", cc="max-age=0", etag='"b"')
+        _, _, first = self.get(path)
+        self.assertEqual(bare_h2_get(self.proxy.port, path), (200, first))
 
     def test_the_clients_conditions_and_ranges_are_answered_from_the_store(self):
         path = q("/cond", cc="max-age=60", etag='W/"x"', lm="Sun, 06 Nov 1994 08:49:37 GMT",
