@@ -64,20 +64,27 @@ void vary_key(std::span<const std::string> names, std::span<const http::Header> 
       }
     out.push_back(present ? '+' : '-');
     if (negotiation_field(name)) {
-      std::vector<std::string> lowered;
+      // Each member without spaces ("de; q=0.5" and "de;q=0.5" are one) and in lower case,
+      // in one buffer, then in order: per-thread buffers, as a lookup on every hit makes this.
+      thread_local std::string buf;
+      thread_local std::vector<size_t> ends;
+      thread_local std::vector<std::string_view> sorted;
+      buf.clear();
+      ends.clear();
       for (std::string_view m : members) {
-        // "de; q=0.5" and "de;q=0.5" are one member
-        std::string s;
         for (char c : m)
           if (c != ' ' && c != '\t')
-            s.push_back(http::ascii_lower(c));
-        lowered.push_back(std::move(s));
+            buf.push_back(http::ascii_lower(c));
+        ends.push_back(buf.size());
       }
-      std::sort(lowered.begin(), lowered.end());
-      for (size_t i = 0; i < lowered.size(); ++i) {
+      sorted.clear();
+      for (size_t i = 0, at = 0; i < ends.size(); at = ends[i++]) // views once buf is whole
+        sorted.push_back(std::string_view(buf).substr(at, ends[i] - at));
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = 0; i < sorted.size(); ++i) {
         if (i)
           out.push_back(',');
-        out.append(lowered[i]);
+        out.append(sorted[i]);
       }
     } else {
       for (size_t i = 0; i < members.size(); ++i) {

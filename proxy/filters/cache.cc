@@ -4,7 +4,7 @@
 // conditional, and a 304 refreshes what is stored and answers from it); a miss goes upstream
 // and its response, if storable, is kept as it passes. Misses for a key another request is
 // already fetching wait for that fetch (bounded by lock_timeout) and are answered from it as
-// its body arrives (filters/cache_fill.h). Unsafe methods invalidate the URL and the
+// its body arrives (CacheFill, filters/cache_zone.h). Unsafe methods invalidate the URL and the
 // Location and Content-Location they answer with. Every response that passed the cache says
 // how in Cache-Status (RFC 9211).
 #include "cache/answer.h"
@@ -87,10 +87,16 @@ private:
   }
 
   // The stored variant req selects (RFC 9111 4.1), the newest first; null when none does.
+  // The variants of a key mostly vary on the same fields: req's string for them is made once
+  // per list of names, not once per variant.
   const cache::StoredResponse* select(cache::Variants& v, const http::RequestHead& req) {
     thread_local std::string vary;
+    const std::vector<std::string>* made_of = nullptr;
     for (auto& r : v.list) {
-      cache::vary_key(r->vary_names, req.headers, vary);
+      if (!made_of || *made_of != r->vary_names) {
+        cache::vary_key(r->vary_names, req.headers, vary);
+        made_of = &r->vary_names;
+      }
       if (vary != r->vary_key)
         continue;
       if (authorized_ && !r->auth_ok)
@@ -351,20 +357,19 @@ private:
     thread_local std::string key;
     cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
     zone_.store.erase(key);
-    zone_.stored();
+    std::string_view origin = exchange().arena().join({req.scheme, "://", req.authority});
     for (const auto& f : fields) {
       if (f.name != "location" && f.name != "content-location")
         continue;
       std::string_view target = f.value;
-      std::string prefix = std::string(req.scheme) + "://" + std::string(req.authority);
-      if (target.starts_with(prefix))
-        target.remove_prefix(prefix.size()); // the same origin only (RFC 9111 4.4)
+      if (target.starts_with(origin))
+        target.remove_prefix(origin.size()); // the same origin only (RFC 9111 4.4)
       if (!target.starts_with('/'))
         continue;
       cache::build_key(zone_.settings.key, req.scheme, req.authority, target, req.headers, key);
       zone_.store.erase(key);
-      zone_.stored();
     }
+    zone_.stored();
   }
 
   // ---- answering from the store ----
