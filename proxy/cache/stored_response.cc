@@ -1,5 +1,7 @@
 #include "cache/stored_response.h"
 
+#include "upstream/request_writer.h"
+
 #include <algorithm>
 #include <atomic>
 #include <sys/mman.h>
@@ -144,10 +146,9 @@ size_t StoredResponse::cost() const {
 }
 
 bool unstorable_field(std::string_view n) {
-  return n == "connection" || n == "keep-alive" || n == "proxy-connection" ||
-         n == "transfer-encoding" || n == "te" || n == "upgrade" || n == "trailer" ||
-         n == "proxy-authenticate" || n == "proxy-authentication-info" ||
-         n == "proxy-authorization" || n == "age" || n == "date" || n == "content-length";
+  return upstream::is_hop_by_hop(n) || n == "proxy-authenticate" ||
+         n == "proxy-authentication-info" || n == "proxy-authorization" || n == "age" ||
+         n == "date" || n == "content-length";
 }
 
 std::shared_ptr<StoredResponse> make_stored(int status, std::span<const http::Header> fields,

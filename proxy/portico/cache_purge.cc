@@ -4,18 +4,12 @@
 #include "portico/proxy_worker.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 namespace portico::proxy {
 
 namespace {
-
-int hex(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  c = http::ascii_lower(c);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 // A query value's %XX and '+' decoded; false for a malformed escape.
 bool decode(std::string_view in, std::string& out) {
@@ -24,9 +18,12 @@ bool decode(std::string_view in, std::string& out) {
     if (in[i] == '+') {
       out.push_back(' ');
     } else if (in[i] == '%') {
-      if (i + 2 >= in.size() || hex(in[i + 1]) < 0 || hex(in[i + 2]) < 0)
+      // two hex digits, read as server/static_path.cc reads a path's
+      unsigned char byte = 0;
+      const char* hex = in.data() + i + 1;
+      if (i + 2 >= in.size() || std::from_chars(hex, hex + 2, byte, 16).ptr != hex + 2)
         return false;
-      out.push_back(static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2])));
+      out.push_back(static_cast<char>(byte));
       i += 2;
     } else {
       out.push_back(in[i]);
