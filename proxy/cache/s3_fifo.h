@@ -72,6 +72,14 @@ public:
     return true;
   }
 
+  // A new budget: entries are evicted (and heard of) until what is left fits.
+  void resize(size_t capacity_bytes) {
+    capacity_ = capacity_bytes;
+    small_capacity_ = capacity_bytes / 10;
+    while (used_ > capacity_)
+      evict();
+  }
+
   size_t size() const { return entries_.size(); }
   size_t used_bytes() const { return used_; }
   size_t capacity() const { return capacity_; }

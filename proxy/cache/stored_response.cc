@@ -39,8 +39,9 @@ bool listed(std::string_view list, std::string_view name) {
   return found;
 }
 
-// Copies fields into r's text, then points r's views at it (text must not grow after).
-void set_fields(StoredResponse& r, std::span<const http::Header> fields) {
+} // namespace
+
+void set_stored_fields(StoredResponse& r, std::span<const http::Header> fields) {
   size_t size = 0;
   for (const auto& f : fields)
     size += f.name.size() + f.value.size();
@@ -66,16 +67,14 @@ void set_fields(StoredResponse& r, std::span<const http::Header> fields) {
   }
 }
 
-} // namespace
-
 void StoredBody::append(std::string_view data) {
   bytes.append(data);
   tell();
 }
 
 StoredBody::~StoredBody() {
-  if (map_)
-    ::munmap(const_cast<char*>(map_), size_);
+  if (map_base_)
+    ::munmap(map_base_, map_len_);
   if (fd_ >= 0) {
     ::close(fd_);
     g_files.fetch_sub(1, std::memory_order_relaxed);
@@ -90,12 +89,17 @@ void StoredBody::finish(bool ok) {
   tell();
 }
 
+bool StoredBody::hold_file() {
+  if (g_files.fetch_add(1, std::memory_order_relaxed) < file_limit())
+    return true;
+  g_files.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
 void StoredBody::move_to_file() {
   // Without a memory file (over the limit, none left, no memory) the body stays in the string.
-  if (g_files.fetch_add(1, std::memory_order_relaxed) >= file_limit()) {
-    g_files.fetch_sub(1, std::memory_order_relaxed);
+  if (!hold_file())
     return;
-  }
   int fd = ::memfd_create("portico-cache", MFD_CLOEXEC);
   if (fd < 0) {
     g_files.fetch_sub(1, std::memory_order_relaxed);
@@ -118,9 +122,36 @@ void StoredBody::move_to_file() {
     return;
   }
   fd_ = fd;
+  map_base_ = map;
+  map_len_ = bytes.size();
   map_ = static_cast<const char*>(map);
   size_ = bytes.size();
   std::string().swap(bytes);
+}
+
+bool StoredBody::adopt_file(int fd, int64_t offset, size_t size) {
+  complete = true;
+  if (size == 0) {
+    ::close(fd);
+    return true;
+  }
+  size_t len = static_cast<size_t>(offset) + size;
+  void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    ::close(fd);
+    return false;
+  }
+  map_base_ = map;
+  map_len_ = len;
+  map_ = static_cast<const char*>(map) + offset;
+  size_ = size;
+  if (hold_file()) {
+    fd_ = fd;
+    offset_ = offset;
+  } else {
+    ::close(fd); // the mapping stays good without it; hits go out of it, not by sendfile
+  }
+  return true;
 }
 
 void StoredBody::unwatch(BodyWatcher* w) {
@@ -167,7 +198,7 @@ std::shared_ptr<StoredResponse> make_stored(int status, std::span<const http::He
       continue;
     kept.push_back(f);
   }
-  set_fields(*r, kept);
+  set_stored_fields(*r, kept);
   return r;
 }
 
@@ -197,7 +228,7 @@ updated_by(const StoredResponse& old, std::span<const http::Header> fields, std:
   for (const auto& f : fields)
     if (!body_field(f.name) && !unstorable_field(f.name))
       merged.push_back(f);
-  set_fields(*r, merged);
+  set_stored_fields(*r, merged);
   return r;
 }
 

@@ -45,15 +45,25 @@ struct StoredBody {
   // The bytes so far (the mapping once it has moved there).
   std::string_view data() const { return map_ ? std::string_view(map_, size_) : bytes; }
   size_t size() const { return map_ ? size_ : bytes.size(); }
-  // The memory file holding it, or -1 (small, or not complete).
+  // The file holding it, or -1 (small, or not complete), and where in it the body starts.
   int fd() const { return fd_; }
+  int64_t file_offset() const { return offset_; }
+  // A complete body of size bytes at offset in the file fd (a disk store's), which it keeps
+  // open while the process may hold more files (else it keeps only the mapping). False, fd
+  // closed, when it cannot be mapped.
+  bool adopt_file(int fd, int64_t offset, size_t size);
 
 private:
   void tell();
   void move_to_file();
+  // Counts fd among the files stored bodies hold: false when there are enough.
+  static bool hold_file();
   int fd_ = -1;
+  int64_t offset_ = 0;
   const char* map_ = nullptr;
   size_t size_ = 0;
+  void* map_base_ = nullptr;
+  size_t map_len_ = 0;
 };
 
 struct StoredResponse {
@@ -73,6 +83,9 @@ struct StoredResponse {
   // Bytes it holds, as its store counts them.
   size_t cost() const;
 };
+
+// Copies fields into r's text and points r's views (fields, etag, last_modified) at it.
+void set_stored_fields(StoredResponse& r, std::span<const http::Header> fields);
 
 // Fields a cache never stores: the hop's own, and the proxy-authentication ones (RFC 9111
 // 3.1).

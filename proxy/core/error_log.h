@@ -25,6 +25,7 @@ enum class Kind {
   LIMIT,            // a limit was hit: connections, buffers, descriptors
   REQUEST_FAILED,   // a request answered 502, 503 or 504 for its upstream's failure (or reset)
   STATIC_FILE,      // a static file changed or failed while it was being sent
+  CACHE_DISK,       // a disk cache could not write or read a file
   COUNT
 };
 

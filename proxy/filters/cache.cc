@@ -52,7 +52,7 @@ private:
       key_ = key;
       return FilterStatus::CONTINUE; // neither answered from the store nor stored
     }
-    cache::Variants* v = zone_.store.find(key);
+    cache::Variants* v = zone_.find(key);
     pass_ = v && v->pass_until > request_time_;
     lookup_ = v ? select(*v, req) : nullptr;
     status_ = !v || v->list.empty() ? "fwd=uri-miss" : lookup_ ? "fwd=stale" : "fwd=vary-miss";
@@ -218,8 +218,7 @@ private:
         replace_with(head, "fwd=stale; fwd-status=200");
         return FilterStatus::CONTINUE;
       }
-      zone_.store.erase(key_);
-      zone_.stored();
+      zone_.erase(key_);
     }
     if (const cache::StoredResponse* stale = lookup_ ? lookup_ : stale_;
         stale && head.status >= 500 && cache::usable_on_error(stale->fresh, req_cc_, t)) {
@@ -320,8 +319,7 @@ private:
     filling_->length = static_cast<int64_t>(body_->bytes.size());
     body_->bytes.shrink_to_fit();
     body_->finish(true);
-    zone_.store.put(key_, filling_);
-    zone_.stored();
+    zone_.put(key_, filling_);
     zone_.end_revalidation(key_);
     if (fill_)
       zone_.end_fill(fill_, 0, filling_);
@@ -343,8 +341,7 @@ private:
     auto cc = cache::response_directives(zone_.settings.targeted, r->fields);
     r->fresh = cache::freshness_of(r->status, cc, r->fields, r->date, request_time_, t,
                                    zone_.settings.freshness);
-    zone_.store.put(key_, r);
-    zone_.stored();
+    zone_.put(key_, r);
     zone_.metrics.count(metrics::CacheResult::REVALIDATED);
     zone_.end_revalidation(key_);
     held_ = std::move(r); // the old one may go with it
@@ -356,7 +353,7 @@ private:
     const auto& req = exchange().request();
     thread_local std::string key;
     cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
-    zone_.store.erase(key);
+    zone_.erase(key);
     std::string_view origin = exchange().arena().join({req.scheme, "://", req.authority});
     for (const auto& f : fields) {
       if (f.name != "location" && f.name != "content-location")
@@ -367,9 +364,8 @@ private:
       if (!target.starts_with('/'))
         continue;
       cache::build_key(zone_.settings.key, req.scheme, req.authority, target, req.headers, key);
-      zone_.store.erase(key);
+      zone_.erase(key);
     }
-    zone_.stored();
   }
 
   // ---- answering from the store ----
@@ -461,7 +457,7 @@ private:
     int fd = ::dup(body_read_->fd()); // the connection closes the one it is given
     if (fd < 0)
       return;
-    if (!send_response_file(fd, pos_, end - pos_)) {
+    if (!send_response_file(fd, body_read_->file_offset() + pos_, end - pos_)) {
       ::close(fd);
       return;
     }
@@ -554,6 +550,7 @@ public:
     return new CacheFilter(zone_);
   }
   size_t purge(const routing::PurgeRequest& r) override { return zone_.purge(r); }
+  void start(struct ev_loop* loop) override { zone_.attach(loop); }
 
 private:
   mutable CacheZone zone_; // the worker's store for the route

@@ -1,12 +1,16 @@
 // Reads a route's `cache`: true (the defaults), false, or a table of memory / max_object /
-// max_variants / key / key_fields / heuristic / heuristic_max / stale_if_error /
+// max_variants / disk / disk_size / key / key_fields / heuristic / heuristic_max / stale_if_error /
 // lock_timeout / pass_for / targeted / name.
 #include "filters/cache_settings.h"
 
 #include "config/reader.h"
 #include "config/route_settings.h"
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace portico::filters {
 
@@ -52,6 +56,27 @@ void read_key(config::Reader& r, const toml::table& t, CacheSettings& s, const s
   }
 }
 
+// The directory is made if it is not there (not its parents), and must be one the proxy can
+// write: found now, with the line, rather than at the first response stored.
+void check_disk(config::Reader& r, const toml::node& n, std::string& dir,
+                const std::string& where) {
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  if (dir.empty() || dir.front() != '/') {
+    r.error(n.source(), where + ": 'disk' must be an absolute path");
+    return;
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    r.error(n.source(), where + ": cannot make '" + dir + "': " + std::strerror(errno));
+    return;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    r.error(n.source(), where + ": '" + dir + "' is not a directory");
+  else if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    r.error(n.source(), where + ": '" + dir + "' is not writable: " + std::strerror(errno));
+}
+
 std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& value,
                                        const std::string& where) {
   auto s = std::make_shared<CacheSettings>();
@@ -63,12 +88,16 @@ std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& valu
     return nullptr;
   }
   r.only_keys(*t,
-              {"memory", "max_object", "max_variants", "key", "key_fields", "heuristic",
-               "heuristic_max", "stale_if_error", "lock_timeout", "pass_for", "targeted", "name"},
+              {"memory", "max_object", "max_variants", "disk", "disk_size", "key", "key_fields",
+               "heuristic", "heuristic_max", "stale_if_error", "lock_timeout", "pass_for",
+               "targeted", "name"},
               where);
   r.get_number(*t, "memory", s->memory, where, 1 << 16, 1e12);
   r.get_number(*t, "max_object", s->max_object, where, 0, 1e12);
   r.get_number(*t, "max_variants", s->max_variants, where, 1, 1024);
+  r.get_number(*t, "disk_size", s->disk_size, where, 1 << 20, 1e15);
+  if (r.get_string(*t, "disk", s->disk, where))
+    check_disk(r, *t->get("disk"), s->disk, where);
   read_key(r, *t, *s, where);
   r.get_number(*t, "heuristic", s->freshness.heuristic_fraction, where, 0, 1);
   r.get_number(*t, "heuristic_max", s->freshness.heuristic_max, where, 0, 365 * 86400.0);

@@ -16,6 +16,10 @@ struct CacheSettings {
   size_t memory = 64u << 20;    // bytes, each worker's store
   size_t max_object = 8u << 20; // a larger response is passed on, not stored
   size_t max_variants = 16;     // per key (Vary)
+  // A directory the responses are also kept in (cache/disk_store.h), and the bytes they may
+  // take there over every worker; empty: memory only.
+  std::string disk;
+  size_t disk_size = 1u << 30;
   cache::KeyParts key;
   cache::FreshnessPolicy freshness;
   // A miss waits this long (seconds) for another request's fetch of its key before going

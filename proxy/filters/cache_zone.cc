@@ -28,8 +28,37 @@ size_t CacheZone::purge(const routing::PurgeRequest& r) {
   parts.fields.clear(); // the URL's responses whatever their key fields, which follow a newline
   cache::build_key(parts, r.scheme, r.authority, r.target, {}, key);
   size_t n = r.prefix ? store.erase_prefix(key) : store.erase(key) + store.erase_prefix(key + "\n");
+  if (disk) // what any worker stored is there: counted once, by the worker that erases it
+    n = r.prefix ? disk->erase_prefix(key) : disk->erase(key) + disk->erase_prefix(key + "\n");
   stored();
   return n;
+}
+
+cache::Variants* CacheZone::find(std::string_view key) {
+  cache::Variants* v = store.find(key);
+  if (v || !disk)
+    return v;
+  auto list = disk->load(key);
+  if (list.empty())
+    return nullptr;
+  for (auto it = list.rbegin(); it != list.rend(); ++it) // put() puts each first
+    store.put(key, std::move(*it));
+  stored();
+  return store.find(key);
+}
+
+void CacheZone::put(std::string_view key, std::shared_ptr<cache::StoredResponse> r) {
+  if (disk)
+    disk->save(key, *r);
+  store.put(key, std::move(r));
+  stored();
+}
+
+void CacheZone::erase(std::string_view key) {
+  store.erase(key);
+  if (disk)
+    disk->erase(key);
+  stored();
 }
 
 CacheFill* CacheZone::fill_for(std::string_view key) {
@@ -49,6 +78,9 @@ void CacheZone::attach(struct ev_loop* loop) {
   if (loop_)
     return;
   loop_ = loop;
+  if (!settings.disk.empty()) {
+    disk = cache::DiskStore::open(settings.disk, settings.disk_size, settings.max_variants);
+  }
   ev_async_init(&mailbox_ready_, &CacheZone::mailbox_cb);
   mailbox_ready_.data = this;
   ev_async_start(loop_, &mailbox_ready_);

@@ -4,6 +4,7 @@
 // coalescing, Pingora's cache lock). The loop's own: a hit takes no lock. A miss for a key
 // another worker is fetching waits for that fetch (cache_shared_fills.h): the one lock, on
 // misses only, and a mailbox the other worker drops the stored response into.
+#include "cache/disk_store.h"
 #include "cache/memory_store.h"
 #include "filters/cache_settings.h"
 #include "filters/cache_shared_fills.h"
@@ -55,9 +56,15 @@ public:
   CacheZone(const CacheSettings& s, metrics::WorkerMetrics& m)
       : settings(s), store(s.memory, s.max_variants), metrics(m.cache()) {}
   ~CacheZone();
-  // The worker's loop, where the other workers' fills are handed over: set by the first
-  // filter made.
+  // The worker's loop, where the other workers' fills are handed over, and the directory's
+  // store opened: set when the worker starts the router, on its thread.
   void attach(struct ev_loop* loop);
+
+  // The key's variants: in memory, else read back from disk into memory; null when none.
+  cache::Variants* find(std::string_view key);
+  // Stores r, complete, as a variant of key, in memory and on disk.
+  void put(std::string_view key, std::shared_ptr<cache::StoredResponse> r);
+  void erase(std::string_view key);
 
   // The fetch in flight for key here, or null.
   CacheFill* fill_for(std::string_view key);
@@ -89,6 +96,7 @@ public:
   const CacheSettings& settings;
   cache::MemoryStore store;
   metrics::CacheMetrics& metrics;
+  std::shared_ptr<cache::DiskStore> disk; // null: memory only
 
 private:
   struct Hash {

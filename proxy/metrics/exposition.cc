@@ -503,6 +503,19 @@ void append_cache_metrics(std::vector<MetricFamily>& out,
       [](const CacheMetrics& c) { return c.stored_objects.get(); });
   one("portico_cache_waiting", "Misses waiting on another request's fetch of their key.",
       MetricType::Gauge, [](const CacheMetrics& c) { return c.waiting.get(); });
+  // A directory's store is the workers' together: counted once, not per shard.
+  const auto& disk = disk_cache_levels();
+  for (auto [name, help, v] :
+       {std::tuple{"portico_cache_disk_bytes", "Bytes the caches' directories hold, in blocks.",
+                   disk.bytes.load(std::memory_order_relaxed)},
+        std::tuple{"portico_cache_disk_objects", "Responses the caches' directories hold.",
+                   disk.objects.load(std::memory_order_relaxed)}}) {
+    auto f = family(name, help, MetricType::Gauge);
+    ClientMetric m;
+    m.gauge.value = static_cast<double>(v);
+    f.metric.push_back(std::move(m));
+    out.push_back(std::move(f));
+  }
 }
 
 } // namespace

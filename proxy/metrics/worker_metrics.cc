@@ -4,6 +4,11 @@
 
 namespace portico::metrics {
 
+DiskCacheLevels& disk_cache_levels() {
+  static DiskCacheLevels levels;
+  return levels;
+}
+
 const char* to_string(Protocol p) {
   switch (p) {
   case Protocol::H1: return "h1";

@@ -93,6 +93,13 @@ struct CacheMetrics {
   void count(CacheResult r) { results[static_cast<size_t>(r)].inc(); }
 };
 
+// What the caches' directories hold over the process: one directory's store is shared by
+// every worker (cache/disk_store.h), so it is counted here once, not in a shard.
+struct DiskCacheLevels {
+  std::atomic<int64_t> bytes{0}, objects{0};
+};
+DiskCacheLevels& disk_cache_levels();
+
 class WorkerMetrics;
 
 // One endpoint's pool gauges summed over every worker's shard, for /status and /metrics alike.

@@ -99,6 +99,9 @@ void AdminHandler::append_cache_table(std::string& out,
                                       bool after_another) {
   uint64_t n[metrics::kCacheResultCount] = {};
   int64_t bytes = 0, objects = 0, waiting = 0;
+  const auto& disk = metrics::disk_cache_levels();
+  int64_t disk_bytes = disk.bytes.load(std::memory_order_relaxed);
+  int64_t disk_objects = disk.objects.load(std::memory_order_relaxed);
   for (const auto* s : shards) {
     const auto& c = s->cache();
     for (size_t i = 0; i < metrics::kCacheResultCount; ++i)
@@ -112,21 +115,23 @@ void AdminHandler::append_cache_table(std::string& out,
                       at(metrics::CacheResult::STALE);
   uint64_t all = answered + at(metrics::CacheResult::MISS) + at(metrics::CacheResult::REVALIDATED) +
                  at(metrics::CacheResult::BYPASS);
-  if (all == 0 && objects == 0)
+  if (all == 0 && objects == 0 && disk_objects == 0)
     return;
   char ratio[16];
   std::snprintf(ratio, sizeof ratio, "%.1f %%", all ? 100.0 * answered / all : 0.0);
   out += after_another ? ",{\"title\":\"cache\"" : "{\"title\":\"cache\"";
   out += ",\"columns\":[\"hit ratio\",\"hits\",\"collapsed\",\"stale\",\"revalidated\","
-         "\"misses\",\"stored\",\"MiB\",\"waiting\"],\"rows\":[[";
+         "\"misses\",\"stored\",\"MiB\",\"on disk\",\"disk MiB\",\"waiting\"],\"rows\":[[";
   core::append_json_string(out, ratio);
   for (uint64_t v : {at(metrics::CacheResult::HIT), at(metrics::CacheResult::COLLAPSED),
                      at(metrics::CacheResult::STALE), at(metrics::CacheResult::REVALIDATED),
                      at(metrics::CacheResult::MISS) + at(metrics::CacheResult::BYPASS),
                      static_cast<uint64_t>(std::max<int64_t>(0, objects))})
     out += "," + std::to_string(v);
-  out += "," + std::to_string(std::max<int64_t>(0, bytes) >> 20) + "," +
-         std::to_string(std::max<int64_t>(0, waiting)) + "]]}";
+  for (int64_t v : {std::max<int64_t>(0, bytes) >> 20, std::max<int64_t>(0, disk_objects),
+                    std::max<int64_t>(0, disk_bytes) >> 20, std::max<int64_t>(0, waiting)})
+    out += "," + std::to_string(v);
+  out += "]]}";
 }
 
 void AdminHandler::set_config(std::shared_ptr<const config::Config> cfg) {

@@ -97,6 +97,7 @@ void ProxyWorker::start() {
 
 void ProxyWorker::run() {
   core::log::set_thread_name(name_.c_str());
+  live_.back()->router().start(loop_); // the first generation was made on the main thread
   core::BlockPool::local().publish_to(&stats_.buffer_blocks);
   ev_run(loop_, 0);
   // On this thread, as small_allocator.h asks: what the worker's objects took from this
@@ -190,6 +191,7 @@ void ProxyWorker::apply(GenerationSpec spec) {
   WorkerGeneration* old = live_.back().get();
   live_.push_back(std::make_unique<WorkerGeneration>(services_, std::move(spec), old));
   WorkerGeneration& g = *live_.back();
+  g.router().start(loop_);
   const config::Config& cfg = *g.spec().cfg;
   ctx_->reconfigure(g.router(), limits_for(cfg, services_.count),
                     listener_map(*old->spec().cfg, cfg));

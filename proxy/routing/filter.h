@@ -172,6 +172,9 @@ class FilterFactory {
 public:
   // On the worker's loop: drops what this factory stores for r (a cache's); how many URLs.
   virtual size_t purge(const PurgeRequest& r) { return 0; }
+  // On the worker's thread, before its first request (at its start, or when a reload makes
+  // the router): what the factory sets up on the loop (a cache reading its directory back).
+  virtual void start(struct ev_loop* loop) {}
   virtual ~FilterFactory() = default;
   // A filter for this request, or null when it has nothing to do for it (the gRPC filter for a
   // request that is not a gRPC call).

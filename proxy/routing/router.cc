@@ -94,6 +94,14 @@ size_t Router::purge(const PurgeRequest& r) {
   return n;
 }
 
+void Router::start(struct ev_loop* loop) {
+  for (auto& route : routes_)
+    for (auto& f : route.filters)
+      f->start(loop);
+  for (auto& f : no_route_.filters)
+    f->start(loop);
+}
+
 void Router::on_request(server::Exchange& ex) {
   const auto& req = ex.request();
   thread_local std::string normalized;

@@ -29,6 +29,8 @@ public:
   void on_request(server::Exchange& ex) override;
   // Every route's filters drop what they store for r (the admin's /cache/purge); how many.
   size_t purge(const PurgeRequest& r);
+  // On the worker's thread, before it routes: every route's filter factories start on loop.
+  void start(struct ev_loop* loop);
   const std::vector<std::shared_ptr<upstream::Cluster>>& clusters() const { return clusters_; }
   // Exchanges started here and not yet destroyed: after a reload, the old router (and the
   // configuration, metrics and access logs they use) is freed once none is left.
