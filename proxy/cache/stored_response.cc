@@ -202,6 +202,22 @@ std::shared_ptr<StoredResponse> make_stored(int status, std::span<const http::He
   return r;
 }
 
+std::shared_ptr<StoredResponse> copy_head(const StoredResponse& r) {
+  auto out = std::make_shared<StoredResponse>();
+  out->status = r.status;
+  out->date = r.date;
+  out->fresh = r.fresh;
+  out->auth_ok = r.auth_ok;
+  out->vary_names = r.vary_names;
+  out->vary_key = r.vary_key;
+  out->length = r.length;
+  set_stored_fields(*out, r.fields);
+  out->body = std::make_shared<StoredBody>();
+  if (r.length > 0)
+    out->body->bytes.reserve(static_cast<size_t>(r.length));
+  return out;
+}
+
 std::shared_ptr<StoredResponse>
 updated_by(const StoredResponse& old, std::span<const http::Header> fields, std::string_view date) {
   auto r = std::make_shared<StoredResponse>();

@@ -87,6 +87,9 @@ struct StoredResponse {
 // Copies fields into r's text and points r's views (fields, etag, last_modified) at it.
 void set_stored_fields(StoredResponse& r, std::span<const http::Header> fields);
 
+// A copy of r's head with a new, empty body of its own (for another worker to fill).
+std::shared_ptr<StoredResponse> copy_head(const StoredResponse& r);
+
 // Fields a cache never stores: the hop's own, and the proxy-authentication ones (RFC 9111
 // 3.1).
 bool unstorable_field(std::string_view name);

@@ -247,6 +247,8 @@ private:
         give_up();
       } else {
         body_->append(data);
+        if (fill_)
+          zone_.grow_fill(fill_, data);
         if (end)
           store_end();
       }

@@ -93,7 +93,8 @@ CacheFill* CacheZone::start_fill(std::string_view key) {
   CacheFill* f = fill.get();
   f->key_ = key;
   if (loop_) {
-    f->claimed_ = settings.fills->claim(key, this);
+    f->wanted_ = settings.fills->claim(key, this);
+    f->claimed_ = f->wanted_ != nullptr;
     f->remote_ = !f->claimed_;
   }
   fills_.emplace(std::string(key), std::move(fill));
@@ -101,6 +102,8 @@ CacheFill* CacheZone::start_fill(std::string_view key) {
 }
 
 void CacheZone::share_fill(CacheFill* fill, std::shared_ptr<cache::StoredResponse> r) {
+  if (fill->claimed_)
+    settings.fills->share(fill->key_, this, *r);
   fill->response_ = std::move(r);
   auto waiters = std::move(fill->waiters_);
   fill->waiters_.clear();
@@ -125,12 +128,28 @@ void CacheZone::end_fill(CacheFill* fill, time_t pass_until,
     w->fill_gone();
 }
 
-void CacheZone::fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) {
+void CacheZone::post(Letter l) {
   {
     std::lock_guard lock(mailbox_mu_);
-    mailbox_.emplace_back(key, std::move(r));
+    mailbox_.push_back(std::move(l));
   }
   ev_async_send(loop_, &mailbox_ready_);
+}
+
+void CacheZone::fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) {
+  post({Letter::DONE, key, std::move(r), {}});
+}
+
+void CacheZone::fill_head(const std::string& key, const cache::StoredResponse& head) {
+  post({Letter::HEAD, key, cache::copy_head(head), {}});
+}
+
+void CacheZone::fill_data(const std::string& key, std::string_view data) {
+  post({Letter::DATA, key, nullptr, std::string(data)});
+}
+
+void CacheZone::fill_wanted(const std::string& key) {
+  post({Letter::WANTED, key, nullptr, {}});
 }
 
 void CacheZone::mailbox_cb(struct ev_loop*, ev_async* w, int) {
@@ -138,21 +157,59 @@ void CacheZone::mailbox_cb(struct ev_loop*, ev_async* w, int) {
 }
 
 void CacheZone::take_mailbox() {
-  decltype(mailbox_) done;
+  decltype(mailbox_) letters;
   {
     std::lock_guard lock(mailbox_mu_);
-    done.swap(mailbox_);
+    letters.swap(mailbox_);
   }
-  for (auto& [key, r] : done) {
-    CacheFill* fill = fill_for(key);
+  for (auto& l : letters) {
+    CacheFill* fill = fill_for(l.key);
+    if (fill && l.kind == Letter::WANTED) {
+      if (fill->claimed_ && fill->response_)
+        settings.fills->grow(l.key, this, *fill->response_, {});
+      continue;
+    }
     if (!fill || !fill->remote_)
       continue;
-    if (r) { // complete and immutable: this worker keeps it too, and its waiters get it
-      store.put(key, r);
+    if (l.kind != Letter::DONE || fill->response_) {
+      streamed(l, fill);
+      continue;
+    }
+    if (l.response) { // complete and immutable: this worker keeps it too, and its waiters get it
+      store.put(l.key, l.response);
       stored();
-      share_fill(fill, r);
+      share_fill(fill, l.response);
     }
     end_fill(fill, 0); // waiters it did not suit go upstream
+  }
+}
+
+// A letter of a fetch this worker streams: its waiters read the copy as it grows here.
+void CacheZone::streamed(Letter& l, CacheFill* fill) {
+  switch (l.kind) {
+  case Letter::HEAD:
+    if (!fill->response_)
+      share_fill(fill, std::move(l.response));
+    return;
+  case Letter::DATA:
+    if (fill->response_)
+      fill->response_->body->append(l.data);
+    return;
+  case Letter::WANTED: return;
+  case Letter::DONE: {
+    auto mine = fill->response_;
+    if (l.response) {
+      mine->length = static_cast<int64_t>(mine->body->bytes.size());
+      mine->body->bytes.shrink_to_fit();
+      mine->body->finish(true);
+      store.put(l.key, mine);
+      stored();
+    } else {
+      mine->body->finish(false); // its readers stop where they are
+    }
+    end_fill(fill, 0);
+    return;
+  }
   }
 }
 

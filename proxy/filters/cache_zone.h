@@ -48,7 +48,8 @@ private:
   std::shared_ptr<cache::StoredResponse> response_;
   std::vector<Waiter*> waiters_;
   bool remote_ = false;
-  bool claimed_ = false; // the other workers know of it (SharedFills): its end is told them
+  bool claimed_ = false;       // the other workers know of it (SharedFills): its end is told them
+  SharedFills::Wanted wanted_; // set while another worker waits on it: its body is passed on
 };
 
 class CacheZone final : public SharedFills::Member {
@@ -78,8 +79,16 @@ public:
   // pass_until (when not 0): the key's later misses go upstream without waiting until then.
   void end_fill(CacheFill* fill, time_t pass_until,
                 std::shared_ptr<cache::StoredResponse> done = nullptr);
+  // The fetch's body grew by data: the other workers streaming it hear.
+  void grow_fill(CacheFill* fill, std::string_view data) {
+    if (fill->wanted_ && fill->wanted_->load(std::memory_order_relaxed))
+      settings.fills->grow(fill->key_, this, *fill->response_, data);
+  }
   // SharedFills::Member, from the fetching worker's thread.
   void fill_done(const std::string& key, std::shared_ptr<cache::StoredResponse> r) override;
+  void fill_head(const std::string& key, const cache::StoredResponse& head) override;
+  void fill_data(const std::string& key, std::string_view data) override;
+  void fill_wanted(const std::string& key) override;
 
   // A background revalidation of key may start at now: none is under way (one that has not
   // ended within a minute is taken as lost).
@@ -108,8 +117,19 @@ private:
   void take_mailbox();
   struct ev_loop* loop_ = nullptr;
   ev_async mailbox_ready_;
+  // What another worker's fetch sends: a head to stream (a copy, its body empty), a piece of
+  // its body, its end (the complete response; null when not stored); or, to the fetching
+  // worker, that another waits on its fetch.
+  struct Letter {
+    enum Kind : uint8_t { HEAD, DATA, DONE, WANTED } kind;
+    std::string key;
+    std::shared_ptr<cache::StoredResponse> response;
+    std::string data;
+  };
+  void post(Letter l);
+  void streamed(Letter& l, CacheFill* fill);
   std::mutex mailbox_mu_; // the fetching worker's thread and this one, on misses only
-  std::vector<std::pair<std::string, std::shared_ptr<cache::StoredResponse>>> mailbox_;
+  std::vector<Letter> mailbox_;
   std::unordered_map<std::string, time_t> revalidating_; // key -> when it started
   int64_t reported_bytes_ = 0, reported_objects_ = 0;
   uint64_t reported_evictions_ = 0;

@@ -536,6 +536,32 @@ class CacheAcrossWorkers(unittest.TestCase):
                                  "Portico; hit")
             self.assertEqual(len(self.origin.requests_for(path)), 1, path)
 
+    def test_waiters_on_either_worker_read_the_fetch_as_it_arrives(self):
+        """Each waiter gets the half the origin has sent while it holds the rest, on whichever
+        worker its connection landed: the other worker streams a copy."""
+        path = q("/trickle2", cc="max-age=60", trickle=1, len=200000)
+        self.origin.close_gate()
+        conns = [http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+                 for _ in range(17)]
+        conns[0].request("GET", path)
+        first = conns[0].getresponse()
+        start = first.read(100000)
+        rests = []
+        for c in conns[1:]:
+            c.request("GET", path)
+            r = c.getresponse()
+            self.assertEqual(r.read(100000), start)
+            self.assertIn("collapsed", r.getheader("cache-status"))
+            rests.append(r)
+        self.origin.open_gate()
+        for r in [first] + rests:
+            self.assertEqual(len(r.read()), 100000)
+        for c in conns:
+            c.close()
+        self.assertEqual(len(self.origin.requests_for(path)), 1)
+        for _ in range(6):  # and each worker keeps it
+            self.assertEqual(request(self.proxy.port, path)[1]["cache-status"], "Portico; hit")
+
 
 if __name__ == "__main__":
     unittest.main()
