@@ -506,3 +506,31 @@ class Memcached(ServerSpec):
         if os.geteuid() == 0:
             argv += ["-u", "root"]  # memcached refuses root without naming a user
         return RunningServer(self, argv, workdir, {"mc": port}, cpu)
+
+
+class HitFloor(ServerSpec):
+    """bench/floor/hit_floor.c: what a cache hit over HTTP/1.1 costs the kernel alone (a fixed
+    head, then the body by sendfile from a memory file; no HTTP beyond finding the blank line).
+    Not a cache and not a peer: the limit any cache can approach, shown beside them."""
+
+    name = "floor (sendfile)"
+    programs = ("cc",)
+    protocols = ("h1",)
+    apps = ("bytes",)
+
+    def __init__(self, repo_dir):
+        super().__init__(1)
+        self.source = os.path.join(repo_dir, "bench", "floor", "hit_floor.c")
+
+    def version(self):
+        return "bench/floor/hit_floor.c, " + first_line(["cc", "--version"])
+
+    def describe(self):
+        return ("one thread, epoll, keep-alive: a fixed head with MSG_MORE, then the body by "
+                "sendfile from a memfd; built with cc -O2 at the start of each measurement")
+
+    def start(self, workdir, cpu, workload=None):
+        binary = os.path.join(workdir, "hit_floor")
+        subprocess.run(["cc", "-O2", "-o", binary, self.source], check=True)
+        port = free_port()
+        return RunningServer(self, [binary, str(port)], workdir, {"h1": port}, cpu)

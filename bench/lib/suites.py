@@ -398,7 +398,8 @@ def cache_suite(opts):
                      "measured), behind each cache; after the warm-up every request is a hit, "
                      "so only the cache's own work is measured"),
         servers=[proxies.PorticoProxy(binary, opts.workers, extra_toml="cache = true\n"),
-                 proxies.Varnish(opts.workers), proxies.NginxProxy(opts.workers, cache=True)],
+                 proxies.Varnish(opts.workers), proxies.NginxProxy(opts.workers, cache=True),
+                 servers.HitFloor(REPO)],
         workloads=cache_workloads(),
         subject="portico (h1)",
         reference="varnish (h1)",
@@ -411,7 +412,10 @@ def cache_suite(opts):
                "(a keys zone in shared memory, the bodies in files the page cache holds). Each "
                "is started fresh per measurement; the warm-up's first request fills the cache.",
                "Varnish runs its default thread pools (it has no single-thread mode): its "
-               "process tree is pinned to the server CPU like the others'."],
+               "process tree is pinned to the server CPU like the others'.",
+               "floor (sendfile): bench/floor/hit_floor.c, not a cache: a fixed head and the "
+               "body by sendfile, nothing else (HTTP/1.1 only). What it costs is the kernel's "
+               "share of any hit; no cache can go below it. Not counted as a peer."],
     )
 
 
