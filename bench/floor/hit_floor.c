@@ -4,7 +4,9 @@
  * default), and answers with a fixed head sent with MSG_MORE and N bytes by sendfile(2) from
  * a memory file, as Portico and nginx send a stored body. No parsing beyond that, no fields,
  * no cache lookup, no pipelining: what it costs per request is the kernel's work for the
- * request and the response, which no cache can go below.
+ * request and the response, which no cache can go below. Small bodies go by sendfile too,
+ * which costs more than a copy below a few KiB: on 1 KiB this row is not a floor (Portico
+ * copies such bodies and costs less); it is one on 100 KiB, where a copy costs the same.
  *
  * bench/run's cache suite builds it with cc and runs it as the row "floor (sendfile)".
  * Usage: hit_floor PORT */

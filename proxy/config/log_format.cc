@@ -23,6 +23,7 @@ constexpr Named kFields[] = {
     {"upstream", LogField::UPSTREAM}, {"retries", LogField::RETRIES},
     {"route", LogField::ROUTE},       {"user_agent", LogField::USER_AGENT},
     {"referer", LogField::REFERER},   {"cache_status", LogField::CACHE_STATUS},
+    {"limit", LogField::LIMIT},
 };
 
 bool name_char(char c) {

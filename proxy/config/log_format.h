@@ -34,6 +34,7 @@ enum class LogField : uint8_t {
   USER_AGENT,
   REFERER,
   CACHE_STATUS,
+  LIMIT,
   REQUEST_FIELD, // $http_NAME: any request field, NAME lower case with '-' for '_'
 };
 

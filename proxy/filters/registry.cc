@@ -4,15 +4,17 @@
 // [[route]] keys only, X(NAME, OWN_KEY) when its folder also defines `const
 // config::RouteSettingsReader settings_NAME` for a key of its own (config/route_settings.h).
 // Where it goes: before the filters whose answers it must see (gRPC early, to map every local
-// reply; compression early, to compress what leaves), after those whose edits it must see. The
-// cache is first of all: it keys the request as the client sent it, stores what leaves
-// (compressed once, not at every hit), and answers a hit past every other filter.
+// reply; compression early, to compress what leaves), after those whose edits it must see. Rate
+// limits come first of all: a refused request costs nothing more. Then the cache: it keys the
+// request as the client sent it, stores what leaves (compressed once, not at every hit), and
+// answers a hit past every other filter.
 #include "filters/registry.h"
 
 namespace portico::filters {
 
 #define PORTICO_FILTERS(X)                                                                         \
-  X(cache, OWN_KEY)            /* cache: first; stores what leaves, keys what comes */             \
+  X(rate_limit, OWN_KEY)       /* rate_limit: first; a refusal costs nothing more */               \
+  X(cache, OWN_KEY)            /* cache: stores what leaves, keys what comes */                    \
   X(compress, OWN_KEY)         /* compress: compresses what leaves (before the cache stores it) */ \
   X(grpc, BUILT_IN)            /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */      \
   X(route_timeout, BUILT_IN)   /* timeout: a deadline for the whole response */                    \

@@ -142,6 +142,7 @@ void AccessLog::append_field(const AccessLogEntry& e, const config::LogPiece& p)
   case LogField::USER_AGENT: str(field(e, "user-agent")); break;
   case LogField::REFERER: str(field(e, "referer")); break;
   case LogField::CACHE_STATUS: str(e.cache_status); break;
+  case LogField::LIMIT: str(e.limit); break;
   case LogField::REQUEST_FIELD: str(field(e, p.field_name)); break;
   }
 }
@@ -183,6 +184,8 @@ void AccessLog::append_json(const AccessLogEntry& e) {
   str(",\"referer\":", field(e, "referer"));
   if (!e.cache_status.empty())
     str(",\"cache_status\":", e.cache_status);
+  if (!e.limit.empty())
+    str(",\"limit\":", e.limit);
   b.append("}\n");
 }
 

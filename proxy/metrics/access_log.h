@@ -31,6 +31,7 @@ struct AccessLogEntry {
   std::string_view upstream;                                // endpoint, empty when none was reached
   int retries = 0;
   std::string_view cache_status; // the cache's Cache-Status value, empty when none
+  std::string_view limit;        // the limit that refused or delayed it ("api 429"), or empty
 };
 
 class AccessLog {

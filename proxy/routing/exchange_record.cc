@@ -41,6 +41,7 @@ void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream
   e.upstream = upstream;
   e.retries = retries;
   e.cache_status = cache_status;
+  e.limit = limit;
   log->record(e);
 }
 

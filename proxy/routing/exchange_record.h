@@ -42,6 +42,7 @@ struct ExchangeRecord {
   double queue = 0, connect = 0, first_byte = 0;
   uint64_t bytes_in = 0;
   std::string_view cache_status; // a cache filter's Cache-Status, for $cache_status
+  std::string_view limit;        // the limit that refused or delayed it, for $limit
 };
 
 metrics::Protocol protocol_of(const server::Exchange& ex);

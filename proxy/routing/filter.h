@@ -73,11 +73,15 @@ struct LocalReply {
 };
 
 // What a route's filters tell its exchange: how the request goes upstream (retry overrides),
-// and what its access log line says of them.
+// and what its access log line says of them; and what the exchange tells them first.
 struct ExchangeOptions {
   int8_t retry_on_reset = -1;       // -1: the cluster's; 0 off; 1 on
   int8_t retry_non_idempotent = -1; // likewise
   std::string_view cache_status;    // the cache's Cache-Status value (in the exchange's arena)
+  std::string_view limit;           // the limit that refused or delayed it, and how ("api 429")
+  // The client as trusted proxies vouch for it (routing/real_client.h), set before any filter
+  // runs.
+  std::string_view client;
 };
 
 class Filter {

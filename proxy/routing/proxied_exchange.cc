@@ -2,6 +2,7 @@
 
 #include "http/http1_response_parser.h"
 #include "routing/failure_log.h"
+#include "routing/real_client.h"
 #include "routing/retry_policy.h"
 #include "upstream/cluster.h"
 #include "upstream/request_fields.h"
@@ -41,8 +42,12 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const
   if (ctx.in_flight)
     ++*ctx.in_flight;
   ex.set_listener(this);
-  if (route.may_filter(ex))
+  if (route.may_filter(ex)) {
+    options_.client = client_origin_.trusted
+                          ? real_client(ex.client_address(), ex.request(), fwd.trusted_proxies)
+                          : ex.client_address();
     chain_ = FilterChain::make(route.filters, ex, *this, options_);
+  }
 }
 
 void ProxiedExchange::start(server::Exchange& ex, const Route& route, const RouterContext& ctx,
@@ -458,6 +463,7 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   if (chain_)
     chain_->close();
   record_.cache_status = options_.cache_status;
+  record_.limit = options_.limit;
   record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
                 retried_ ? 1 : 0);
   stop_upstream();

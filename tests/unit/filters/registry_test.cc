@@ -1,6 +1,6 @@
-// The filter registry: every filter listed once, compression first (it compresses what leaves),
-// gRPC next (it must see every local reply), and a route pays only for the filters its
-// configuration uses.
+// The filter registry: every filter listed once, rate limits first (a refusal costs nothing
+// more), then the cache, compression (it compresses what leaves) and gRPC (it must see every
+// local reply), and a route pays only for the filters its configuration uses.
 #include "filters/registry.h"
 
 #include <gtest/gtest.h>
@@ -24,14 +24,15 @@ std::vector<std::string> made_for(const config::RouteConfig* r) {
   return names;
 }
 
-TEST(FilterRegistry, EachFilterOnceTheCacheThenCompressionThenGrpcFirst) {
+TEST(FilterRegistry, EachFilterOnceLimitsThenTheCacheThenCompressionThenGrpcFirst) {
   std::set<std::string_view> seen;
   for (const auto& kind : registry())
     EXPECT_TRUE(seen.insert(kind.name).second) << kind.name;
-  ASSERT_GE(registry().size(), 3u);
-  EXPECT_EQ(registry()[0].name, "cache");
-  EXPECT_EQ(registry()[1].name, "compress");
-  EXPECT_EQ(registry()[2].name, "grpc");
+  ASSERT_GE(registry().size(), 4u);
+  EXPECT_EQ(registry()[0].name, "rate_limit");
+  EXPECT_EQ(registry()[1].name, "cache");
+  EXPECT_EQ(registry()[2].name, "compress");
+  EXPECT_EQ(registry()[3].name, "grpc");
 }
 
 TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
