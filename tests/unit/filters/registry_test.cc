@@ -49,7 +49,7 @@ TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
 }
 
 TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
-  auto grpc = registry()[2].make(nullptr, shard());
+  auto grpc = registry()[3].make(nullptr, shard());
   ASSERT_TRUE(grpc);
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;

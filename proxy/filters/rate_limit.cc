@@ -1,0 +1,168 @@
+// A route's `rate_limit`: each request is counted under its key (limits/limit_key.h) by each of
+// the route's limits, in the table the workers share (limits/gcra_table.h: GCRA, nginx's
+// limit_req in one compare-and-swap). Within the rate it passes; within the burst it passes at
+// once (nodelay, or among the first `delay`) or waits its turn on a timer; past the burst it is
+// answered 429 (or `status`) with Retry-After and the RateLimit and RateLimit-Policy fields of
+// the IETF httpapi draft. A dry run only counts. Runs before every other filter: a refused
+// request costs no cache lookup, no upstream.
+#include "filters/rate_limit_settings.h"
+#include "filters/route_factory.h"
+#include "routing/filter.h"
+
+#include <cmath>
+#include <ctime>
+#include <ev.h>
+
+namespace portico::filters {
+
+namespace {
+
+using routing::FilterStatus;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t seconds_up(int64_t ns) {
+  return std::max<int64_t>(1, (ns + 999'999'999) / 1'000'000'000);
+}
+
+class RateLimitFilter final : public routing::Filter {
+public:
+  explicit RateLimitFilter(const RateLimitSettings& s, std::string_view route)
+      : settings_(s), route_(route) {}
+
+private:
+  FilterStatus on_request_head(http::RequestHead& req) override {
+    thread_local std::string key;
+    std::string_view client = exchange_options().client;
+    int64_t now = monotonic_ns();
+    int64_t wait = 0;
+    for (const auto& l : settings_.limits) {
+      if (!l.exempt.empty() && core::in_any(l.exempt, client))
+        continue;
+      if (!limits::build_key(l.key, req, client, route_, key))
+        continue; // no value to count it under (nginx: an empty key is not limited)
+      auto d = l.table->take(std::hash<std::string_view>{}(key), now, l.interval_ns, l.burst);
+      if (d.evicted)
+        l.counters->evictions.fetch_add(1, std::memory_order_relaxed);
+      if (!d.allowed) {
+        if (l.dry_run) {
+          l.counters->count(metrics::LimitResult::DRY_RUN);
+          show(l, 0, d.ahead_ns); // what a client would be told
+          continue;
+        }
+        l.counters->count(metrics::LimitResult::LIMITED);
+        refuse(l, d);
+        return FilterStatus::STOP;
+      }
+      int64_t late = l.nodelay ? 0 : d.ahead_ns - l.delay * l.interval_ns;
+      if (late > 0 && !l.dry_run) {
+        l.counters->count(metrics::LimitResult::DELAYED);
+        if (late > wait) {
+          wait = late;
+          exchange_options().limit = exchange().arena().join({l.name, " delayed"});
+        }
+      } else {
+        l.counters->count(metrics::LimitResult::ALLOWED);
+      }
+      show(l, d.remaining, d.ahead_ns + l.interval_ns);
+    }
+    if (wait <= 0)
+      return FilterStatus::CONTINUE;
+    // Its turn under the rate: the request waits here, its body held back meanwhile.
+    ev_timer_init(&timer_, &RateLimitFilter::on_turn, static_cast<double>(wait) / 1e9, 0);
+    timer_.data = this;
+    ev_timer_start(exchange().loop(), &timer_);
+    return FilterStatus::STOP;
+  }
+
+  // The first limit with `headers` is the one every response tells of.
+  void show(const RateLimit& l, int64_t remaining, int64_t reset_ns) {
+    if (!l.headers || shown_)
+      return;
+    shown_ = &l;
+    remaining_ = remaining;
+    reset_ns_ = reset_ns;
+  }
+
+  static void on_turn(struct ev_loop*, ev_timer* w, int) {
+    static_cast<RateLimitFilter*>(w->data)->continue_request();
+  }
+
+  FilterStatus on_response_head(routing::FilterResponseHead& head) override {
+    if (shown_ && !refused_)
+      add_fields(*shown_, remaining_, reset_ns_, *head.fields);
+    return FilterStatus::CONTINUE;
+  }
+
+  void on_exchange_close() override {
+    if (ev_is_active(&timer_))
+      ev_timer_stop(exchange().loop(), &timer_);
+  }
+
+  // RateLimit-Policy: "NAME";q=QUOTA;w=WINDOW and RateLimit: "NAME";r=REMAINING;t=RESET
+  // (draft-ietf-httpapi-ratelimit-headers), in the exchange's arena.
+  void add_fields(const RateLimit& l, int64_t remaining, int64_t reset_ns,
+                  std::vector<http::Header>& out) {
+    auto& arena = exchange().arena();
+    char q[24], w[24], r[24], t[24];
+    std::snprintf(q, sizeof q, "%lld", static_cast<long long>(l.per_window));
+    std::snprintf(w, sizeof w, "%lld", static_cast<long long>(l.window_s));
+    std::snprintf(r, sizeof r, "%lld", static_cast<long long>(remaining));
+    std::snprintf(t, sizeof t, "%lld", static_cast<long long>(seconds_up(reset_ns)));
+    out.push_back({"ratelimit-policy", arena.join({"\"", l.name, "\";q=", q, ";w=", w})});
+    out.push_back({"ratelimit", arena.join({"\"", l.name, "\";r=", r, ";t=", t})});
+  }
+
+  void refuse(const RateLimit& l, const limits::GcraTable::Decision& d) {
+    thread_local std::vector<http::Header> fields;
+    fields.clear();
+    char after[24];
+    std::snprintf(after, sizeof after, "%lld", static_cast<long long>(seconds_up(d.ahead_ns)));
+    fields.push_back({"retry-after", exchange().arena().join({after})});
+    add_fields(l, 0, d.ahead_ns, fields);
+    char status[8];
+    std::snprintf(status, sizeof status, " %d", l.status);
+    exchange_options().limit = exchange().arena().join({l.name, status});
+    refused_ = true;
+    respond(routing::LocalReply{l.status,
+                                "text/plain",
+                                l.status == 429 ? "Too Many Requests\n" : "Limited\n",
+                                {fields.data(), fields.size()}});
+  }
+
+  const RateLimitSettings& settings_;
+  std::string_view route_;
+  ev_timer timer_{};
+  const RateLimit* shown_ = nullptr; // the limit whose fields every response carries
+  bool refused_ = false;
+  int64_t remaining_ = 0, reset_ns_ = 0;
+};
+
+class RateLimitFactory final : public routing::FilterFactory {
+public:
+  RateLimitFactory(const RateLimitSettings& s, const config::RouteConfig& r)
+      : settings_(s), route_(r.label) {}
+  routing::Filter* create(const server::Exchange&) const override {
+    return new RateLimitFilter(settings_, route_);
+  }
+
+private:
+  const RateLimitSettings& settings_;
+  std::string_view route_;
+};
+
+} // namespace
+
+std::unique_ptr<routing::FilterFactory> make_rate_limit(const config::RouteConfig* r,
+                                                        metrics::WorkerMetrics&) {
+  const auto* s = r ? r->settings_for<RateLimitSettings>("rate_limit") : nullptr;
+  if (!s)
+    return nullptr;
+  return std::make_unique<RateLimitFactory>(*s, *r);
+}
+
+} // namespace portico::filters

@@ -1,0 +1,79 @@
+// A route's `rate_limit`: a table or a list of them; the rate as a number or nginx's "10r/s"
+// and "600r/m"; every bad value an error at its FILE:LINE:COL; limits of one name share their
+// table.
+#include "filters/rate_limit_settings.h"
+#include "route_config.h"
+
+#include <gtest/gtest.h>
+
+namespace portico::filters {
+namespace {
+
+const RateLimitSettings* load(std::string_view value, std::vector<std::string>& errors,
+                              std::optional<config::Config>& c) {
+  c = load_route("cluster = \"app\"\nrate_limit = " + std::string(value), &errors);
+  return c ? c->routes[0].settings_for<RateLimitSettings>("rate_limit") : nullptr;
+}
+
+std::string refused(std::string_view value) {
+  std::vector<std::string> errors;
+  std::optional<config::Config> c;
+  EXPECT_FALSE(load(value, errors, c)) << value;
+  return errors.empty() ? "" : errors.front();
+}
+
+TEST(RateLimitSettings, RatesKeysAndDefaults) {
+  std::vector<std::string> errors;
+  std::optional<config::Config> c;
+  const auto* s =
+      load("[{ name = \"a\", rate = \"600r/m\", burst = 5, key = [\"client\", \"header:X-Key\", "
+           "\"cookie:sid\"], exempt = [\"10.0.0.0/8\"] },\n { name = \"b\", rate = 2.5, nodelay = "
+           "true, dry_run = true, status = 503 }]",
+           errors, c);
+  ASSERT_TRUE(s) << errors[0];
+  ASSERT_EQ(s->limits.size(), 2u);
+  const auto& a = s->limits[0];
+  EXPECT_EQ(a.interval_ns, 100'000'000); // 600 a minute: one per 100 ms
+  EXPECT_EQ(a.per_window, 600);
+  EXPECT_EQ(a.window_s, 60);
+  EXPECT_EQ(a.burst, 5);
+  ASSERT_EQ(a.key.size(), 3u);
+  EXPECT_EQ(a.key[1].name, "x-key");
+  EXPECT_EQ(a.exempt.size(), 1u);
+  EXPECT_EQ(a.status, 429);
+  const auto& b = s->limits[1];
+  EXPECT_EQ(b.interval_ns, 400'000'000);
+  EXPECT_TRUE(b.nodelay && b.dry_run);
+  EXPECT_EQ(b.status, 503);
+  ASSERT_EQ(b.key.size(), 1u); // the client by default
+  EXPECT_EQ(b.key[0].kind, limits::KeyPart::CLIENT);
+}
+
+TEST(RateLimitSettings, ALimitsNameIsItsTable) {
+  std::vector<std::string> errors;
+  std::optional<config::Config> c1, c2;
+  const auto* one = load(R"({ name = "shared-name", rate = 1 })", errors, c1);
+  const auto* two = load(R"({ name = "shared-name", rate = 5 })", errors, c2);
+  ASSERT_TRUE(one && two);
+  EXPECT_EQ(one->limits[0].table, two->limits[0].table); // a reload keeps what was spent
+}
+
+TEST(RateLimitSettings, BadValuesAreRefusedWhereTheyAre) {
+  std::string e = refused(R"({ name = "a", rate = "10r/h" })");
+  EXPECT_TRUE(e.starts_with("c.toml:8:")) << e;
+  EXPECT_NE(e.find("rate is requests per second"), std::string::npos) << e;
+  EXPECT_NE(refused(R"({ name = "a" })").find("needs a rate"), std::string::npos);
+  EXPECT_NE(refused(R"({ rate = 1 })").find("name"), std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 0 })").find("more than 0"), std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, key = ["host"] })").find("key parts"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, exempt = ["10.0.0.0/33"] })").find("exempt"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, colour = 1 })").find("colour"), std::string::npos);
+  EXPECT_NE(refused(R"([{ name = "a", rate = 1 }, { name = "a", rate = 2 }])").find("two rate"),
+            std::string::npos);
+  EXPECT_NE(refused("true").find("is a table"), std::string::npos);
+}
+
+} // namespace
+} // namespace portico::filters
