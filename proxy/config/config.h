@@ -50,6 +50,9 @@ struct ListenerConfig {
   std::string access_log_template;       // CUSTOM's, as written
   std::vector<LogPiece> access_log_line; // every format's but JSON's, parsed
   int max_connections = 0; // client connections on this listener, whole process; 0 = none
+  // Open connections one client address may have on this listener, whole process; past it a
+  // new one is closed at once (0 = none).
+  int max_connections_per_client = 0;
   // Connections begin with a PROXY protocol header (v1 or v2, HAProxy's), whose source
   // address is the client's from then on: X-Forwarded-For, Forwarded, the access log,
   // trusted_proxies. A connection without a valid one within header_timeout is closed.

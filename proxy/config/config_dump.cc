@@ -134,6 +134,7 @@ std::string dump_config(const Config& c) {
                                             ? l.access_log_template
                                             : std::string(config::to_string(l.access_log_format))},
                   {"max_connections", l.max_connections},
+                  {"max_connections_per_client", l.max_connections_per_client},
                   {"proxy_protocol", l.proxy_protocol}};
     if (l.tls_enabled)
       t.insert("tls", tls_table(l.tls));

@@ -37,9 +37,10 @@ void read_access_log_format(Reader& r, const toml::table& t, ListenerConfig& l,
 
 void read_listener(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[listener]]";
-  r.only_keys(
-      t, {"address", "tls", "access_log", "access_log_format", "max_connections", "proxy_protocol"},
-      w);
+  r.only_keys(t,
+              {"address", "tls", "access_log", "access_log_format", "max_connections",
+               "max_connections_per_client", "proxy_protocol"},
+              w);
   ListenerConfig l;
   r.get_bool(t, "proxy_protocol", l.proxy_protocol, w);
   std::string addr;
@@ -64,6 +65,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
   if (r.get_string(t, "access_log", l.access_log, w))
     l.access_log = r.resolve(l.access_log);
   r.get_number(t, "max_connections", l.max_connections, w, 0, 10000000);
+  r.get_number(t, "max_connections_per_client", l.max_connections_per_client, w, 0, 1000000);
   read_access_log_format(r, t, l, w);
   c.listeners.push_back(std::move(l));
 }

@@ -13,8 +13,9 @@
 namespace portico::filters {
 
 #define PORTICO_FILTERS(X)                                                                         \
-  X(rate_limit, OWN_KEY)       /* rate_limit: first; a refusal costs nothing more */               \
-  X(cache, OWN_KEY)            /* cache: stores what leaves, keys what comes */                    \
+  X(rate_limit, OWN_KEY)        /* rate_limit: first; a refusal costs nothing more */              \
+  X(concurrency_limit, OWN_KEY) /* concurrency_limit: requests in flight per key */                \
+  X(cache, OWN_KEY)             /* cache: stores what leaves, keys what comes */                   \
   X(compress, OWN_KEY)         /* compress: compresses what leaves (before the cache stores it) */ \
   X(grpc, BUILT_IN)            /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */      \
   X(route_timeout, BUILT_IN)   /* timeout: a deadline for the whole response */                    \

@@ -29,10 +29,11 @@ enum class ClientRejection : uint8_t {
   AT_LIMIT,         // max_connections (the process's or a listener's): accepting paused
   MEMORY,           // max_buffer_memory: accepting paused until buffers drain
   OUT_OF_RESOURCES, // accept failed for want of file descriptors or memory: backing off
+  PER_CLIENT,       // max_connections_per_client: that one connection closed at once
   COUNT
 };
 inline constexpr const char* kClientRejections[] = {"max_connections", "buffer_memory",
-                                                    "out_of_resources"};
+                                                    "out_of_resources", "per_client"};
 
 // HTTP/2 GOAWAY frames sent to clients, by error code; kGoawayReasons names them in order.
 inline constexpr const char* kGoawayReasons[] = {"no_error", "protocol_error", "flow_control_error",

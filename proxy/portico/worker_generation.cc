@@ -23,6 +23,13 @@ server::ServerLimits limits_for(const config::Config& cfg, int workers) {
   for (const auto& listener : cfg.listeners) {
     l.listener_max_connections.push_back(share(listener.max_connections, workers));
     l.listener_proxy_protocol.push_back(listener.proxy_protocol ? 1 : 0);
+    // Not split across workers: one table the workers share counts the whole process's.
+    int per_client = listener.max_connections_per_client;
+    l.listener_max_per_client.push_back(static_cast<uint32_t>(per_client));
+    l.listener_client_tables.push_back(
+        per_client
+            ? limits::CountTable::named("listener " + config::socket_key(listener.address), 65536)
+            : nullptr);
   }
   l.keepalive_timeout = cfg.server.keepalive_timeout;
   l.header_timeout = cfg.server.header_timeout;

@@ -5,6 +5,7 @@
 #include "core/block_pool.h"
 #include "core/byte_queue.h"
 #include "core/socket_connection.h"
+#include "limits/count_table.h"
 #include "server/server_session.h"
 
 #include <ev.h>
@@ -34,6 +35,10 @@ public:
   ClientConnection& operator=(const ClientConnection&) = delete;
 
   ServerContext& context() const { return ctx_; }
+  // Its place in its listener's per-client count (max_connections_per_client), given back
+  // when it is destroyed.
+  std::shared_ptr<limits::CountTable> client_table;
+  limits::CountTable::Ticket client_ticket = nullptr;
   core::ByteQueue& output() { return output_; }
   // The rest of a response body is length bytes of file fd from offset, sent by the kernel
   // (sendfile(2)) after what output() holds now; what is queued later follows the file. Takes

@@ -1,10 +1,12 @@
 #include "server/server_context.h"
 
+#include "core/error_log.h"
 #include "server/accept_share.h"
 #include "server/acceptor.h"
 #include "server/client_connection.h"
 
 #include <algorithm>
+#include <netinet/in.h>
 #include <unistd.h>
 
 namespace portico::server {
@@ -18,6 +20,23 @@ ServerLimits admin_limits(std::string_view server_name) {
   l.max_connections = 32;
   return l;
 }
+
+namespace {
+
+// A client's address, without its port, as a key of the per-client counts.
+uint64_t address_key(const sockaddr_storage& peer) {
+  std::string_view bytes;
+  if (peer.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(peer).sin_addr;
+    bytes = {reinterpret_cast<const char*>(&a), sizeof a};
+  } else if (peer.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    bytes = {reinterpret_cast<const char*>(&a), sizeof a};
+  }
+  return std::hash<std::string_view>{}(bytes); // a unix socket's clients: one key
+}
+
+} // namespace
 
 ServerContext::ServerContext(struct ev_loop* loop, RequestHandler& handler,
                              const ServerLimits& limits, core::DeferredQueue& deferred)
@@ -39,7 +58,27 @@ ServerContext::~ServerContext() {
 }
 
 void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, uint16_t listener) {
+  limits::CountTable::Ticket ticket = nullptr;
+  uint32_t per_client = listener < limits_.listener_max_per_client.size()
+                            ? limits_.listener_max_per_client[listener]
+                            : 0;
+  if (per_client) {
+    ticket = limits_.listener_client_tables[listener]->acquire(address_key(peer), per_client);
+    if (!ticket) { // this client has its share open already: this one goes, the rest stay
+      ::close(fd);
+      stats_->count(ClientRejection::PER_CLIENT);
+      core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
+                       "listener %u: a client past max_connections_per_client (%u): its new "
+                       "connection closed",
+                       static_cast<unsigned>(listener), per_client);
+      return;
+    }
+  }
   auto* c = new ClientConnection(*this, fd, tls, peer, listener);
+  if (ticket) {
+    c->client_table = limits_.listener_client_tables[listener];
+    c->client_ticket = ticket;
+  }
   c->index = connections_.size();
   c->epoch = epoch();
   ++per_epoch_.back();
@@ -79,6 +118,8 @@ void ServerContext::close_fds_after_fork() {
 
 void ServerContext::destroy(ClientConnection* c) {
   stats_->connections_closed.inc();
+  if (c->client_ticket)
+    c->client_table->release(c->client_ticket);
   --per_listener_[c->listener()];
   --per_epoch_[c->epoch];
   size_t i = c->index;

@@ -7,6 +7,7 @@
 #include "core/block_pool_trimmer.h"
 #include "core/deferred_queue.h"
 #include "http/http1_request_parser.h"
+#include "limits/count_table.h"
 #include "metrics/server_stats.h"
 #include "server/exchange.h"
 
@@ -46,6 +47,10 @@ struct ServerLimits {
   // At the limit accepting pauses; the kernel's backlog holds the rest.
   uint32_t max_connections = 0;
   std::vector<uint32_t> listener_max_connections;
+  // Per listener index: open connections one client address may have over the process (0: no
+  // limit), counted in a table every worker shares.
+  std::vector<uint32_t> listener_max_per_client;
+  std::vector<std::shared_ptr<limits::CountTable>> listener_client_tables;
   // Per listener index: its connections begin with a PROXY protocol header (1) or not (0).
   std::vector<uint8_t> listener_proxy_protocol;
   bool proxy_protocol(uint16_t listener) const {

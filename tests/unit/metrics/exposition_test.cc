@@ -324,6 +324,7 @@ TEST_F(ExpositionTest, ServerSide) {
                 "portico_client_connections_rejected_total{reason=\"max_connections\"} 0",
                 "portico_client_connections_rejected_total{reason=\"buffer_memory\"} 1",
                 "portico_client_connections_rejected_total{reason=\"out_of_resources\"} 0",
+                "portico_client_connections_rejected_total{reason=\"per_client\"} 0",
             }))
       << text;
   for (const std::string& line : {
