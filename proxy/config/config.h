@@ -170,7 +170,10 @@ struct RouteConfig {
   // to the cluster, which must speak HTTP/1.1; off, the Upgrade is not forwarded (Envoy's
   // upgrade_configs are opt-in too).
   bool websocket = false;
-  double upgrade_timeout = 300; // a tunnel with no byte either way for this long is closed
+  double upgrade_timeout = 300;
+  // Only the proxy's own requests (a forward auth's) may use it: a client's that matches it is
+  // answered 404, as if no route had (nginx's `internal`).
+  bool internal = false; // a tunnel with no byte either way for this long is closed
   // Actions. The path prefix matched replaced by this one (only with path_prefix); fields
   // added to and removed from the request and the response (names lower case).
   std::string prefix_rewrite;

@@ -189,8 +189,10 @@ std::string dump_config(const Config& c) {
 
   toml::array routes;
   for (const auto& r : c.routes) {
-    toml::table t{
-        {"host", r.host}, {"websocket", r.websocket}, {"upgrade_timeout", r.upgrade_timeout}};
+    toml::table t{{"host", r.host},
+                  {"websocket", r.websocket},
+                  {"upgrade_timeout", r.upgrade_timeout},
+                  {"internal", r.internal}};
     if (!r.cluster.empty())
       t.insert("cluster", r.cluster);
     if (!r.name.empty())

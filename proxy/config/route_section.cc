@@ -58,10 +58,26 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
     return true;
   };
   r.only_keys(t,
-              {"name", "host", "path_prefix", "path_exact", "path_regex", "scheme", "cluster",
-               "websocket", "upgrade_timeout", "prefix_rewrite", "request_headers_add",
-               "request_headers_remove", "response_headers_add", "response_headers_remove",
-               "redirect", "direct_response", "timeout", "retry", "stat_name"},
+              {"name",
+               "host",
+               "path_prefix",
+               "path_exact",
+               "path_regex",
+               "scheme",
+               "cluster",
+               "websocket",
+               "upgrade_timeout",
+               "internal",
+               "prefix_rewrite",
+               "request_headers_add",
+               "request_headers_remove",
+               "response_headers_add",
+               "response_headers_remove",
+               "redirect",
+               "direct_response",
+               "timeout",
+               "retry",
+               "stat_name"},
               w, claim);
   if (r.get_string(t, "name", rt.name, w) &&
       (rt.name.empty() || rt.name.find_first_of("\r\n") != std::string::npos))
@@ -71,6 +87,7 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
     r.error(t.get("stat_name")->source(), w + ": stat_name is a non-empty string on one line");
   r.get_string(t, "host", rt.host, w);
   r.get_bool(t, "websocket", rt.websocket, w);
+  r.get_bool(t, "internal", rt.internal, w);
   r.get_number(t, "upgrade_timeout", rt.upgrade_timeout, w, 0.001, 86400 * 7);
   int kinds = 0;
   if (r.get_string(t, "path_prefix", rt.path_prefix, w)) {

@@ -15,6 +15,7 @@ namespace portico::filters {
 #define PORTICO_FILTERS(X)                                                                         \
   X(rate_limit, OWN_KEY)        /* rate_limit: first; a refusal costs nothing more */              \
   X(concurrency_limit, OWN_KEY) /* concurrency_limit: requests in flight per key */                \
+  X(forward_auth, OWN_KEY)      /* forward_auth: asks an internal route first */                   \
   X(cache, OWN_KEY)             /* cache: stores what leaves, keys what comes */                   \
   X(compress, OWN_KEY)         /* compress: compresses what leaves (before the cache stores it) */ \
   X(grpc, BUILT_IN)            /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */      \

@@ -530,6 +530,21 @@ void append_cache_metrics(std::vector<MetricFamily>& out,
     out.push_back(std::move(limited));
     out.push_back(std::move(evicted));
   }
+  auto auth = family("portico_forward_auth_requests_total",
+                     "Requests each forward auth decided on: allowed (a 2xx), denied (its "
+                     "401, 403 or 3xx passed to the client), error (another answer, none in "
+                     "time, or a reset: error_status).",
+                     MetricType::Counter);
+  for_each_auth([&](const std::string& name, const AuthCounters& c) {
+    for (size_t i = 0; i < kAuthResultCount; ++i) {
+      ClientMetric m;
+      m.label = {{"auth", name}, {"result", kAuthResults[i]}};
+      m.counter.value = static_cast<double>(c.results[i].load(std::memory_order_relaxed));
+      auth.metric.push_back(std::move(m));
+    }
+  });
+  if (!auth.metric.empty())
+    out.push_back(std::move(auth));
   // A directory's store is the workers' together: counted once, not per shard.
   const auto& disk = disk_cache_levels();
   for (auto [name, help, v] :

@@ -8,32 +8,50 @@ namespace portico::metrics {
 
 namespace {
 
-struct Registry {
+template <typename T> struct Registry {
   std::mutex mu;
-  std::map<std::string, std::unique_ptr<LimitCounters>, std::less<>> limits;
+  std::map<std::string, std::unique_ptr<T>, std::less<>> named;
+
+  T& get(std::string_view name) {
+    std::lock_guard lock(mu);
+    auto it = named.find(name);
+    if (it == named.end())
+      it = named.emplace(std::string(name), std::make_unique<T>()).first;
+    return *it->second;
+  }
+  void each(const std::function<void(const std::string&, const T&)>& f) {
+    std::lock_guard lock(mu);
+    for (const auto& [name, c] : named)
+      f(name, *c);
+  }
 };
 
-Registry& registry() {
-  static Registry r;
+Registry<LimitCounters>& limits() {
+  static Registry<LimitCounters> r;
+  return r;
+}
+
+Registry<AuthCounters>& auths() {
+  static Registry<AuthCounters> r;
   return r;
 }
 
 } // namespace
 
 LimitCounters& limit_counters(std::string_view name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  auto it = r.limits.find(name);
-  if (it == r.limits.end())
-    it = r.limits.emplace(std::string(name), std::make_unique<LimitCounters>()).first;
-  return *it->second;
+  return limits().get(name);
 }
 
 void for_each_limit(const std::function<void(const std::string&, const LimitCounters&)>& f) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  for (const auto& [name, c] : r.limits)
-    f(name, *c);
+  limits().each(f);
+}
+
+AuthCounters& auth_counters(std::string_view name) {
+  return auths().get(name);
+}
+
+void for_each_auth(const std::function<void(const std::string&, const AuthCounters&)>& f) {
+  auths().each(f);
 }
 
 } // namespace portico::metrics

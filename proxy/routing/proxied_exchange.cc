@@ -32,9 +32,11 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const
                                  metrics::AccessLog* log)
     : ex_(ex), cluster_(route.cluster), ctx_(ctx), record_(ex, route, log) {
   const auto& fwd = *ctx.fwd;
-  client_origin_ = {
-      ex.client_address(), ex.over_tls(),
-      !fwd.trusted_proxies.empty() && core::in_any(fwd.trusted_proxies, ex.client_address()), &ex};
+  client_origin_ = {ex.client_address(), ex.over_tls(),
+                    // The proxy's own request (a forward auth's) says who the client is itself.
+                    ex.internal() || (!fwd.trusted_proxies.empty() &&
+                                      core::in_any(fwd.trusted_proxies, ex.client_address())),
+                    &ex};
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
   framing_ = upstream::body_framing(ex.request(), ex.request().version == http::Version::HTTP_2 &&

@@ -107,7 +107,7 @@ void Router::on_request(server::Exchange& ex) {
   thread_local std::string normalized;
   std::string_view path = matching_path(req.path(), normalized);
   const uint32_t i = index_.find(ex.over_tls(), req.authority, path);
-  if (i == RouteIndex::kNone) {
+  if (i == RouteIndex::kNone || (cfg_.routes[i].internal && !ex.internal())) {
     ProxiedExchange::answer(ex, no_route_, ctx_, log_for(ex), 404, "no route\n");
     return;
   }

@@ -90,6 +90,8 @@ public:
   bool over_tls() const { return over_tls_; }
   // Which configured listener accepted the connection.
   uint16_t listener_index() const { return listener_index_; }
+  // The proxy made it itself (a forward auth's request): it may use `internal` routes.
+  bool internal() const { return internal_; }
   // The client's and the proxy's ends of the connection (a PROXY protocol header's, when the
   // listener takes one); AF_UNSPEC where unknown.
   virtual void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
@@ -120,6 +122,7 @@ protected:
   RequestHandler* handler_ = nullptr;
   std::string_view client_address_;
   bool over_tls_ = false;
+  bool internal_ = false;
   uint16_t listener_index_ = 0;
   bool head_sent_ = false;
   uint64_t body_bytes_sent_ = 0;

@@ -127,8 +127,13 @@ class ConnectionsPerClient(unittest.TestCase):
             c.request("GET", "/hello")
             self.assertEqual(c.getresponse().status, 200)
         conns[0].close()
-        harness.wait_until(lambda: harness.http_get(proxy.port, "/hello")[0] == 200,
-                           what="a place after one closed")
+
+        def served():
+            try:  # refused (closed) until the proxy has seen the close
+                return harness.http_get(proxy.port, "/hello")[0] == 200
+            except OSError:
+                return False
+        harness.wait_until(served, what="a place after one closed")
         for c in conns[1:]:
             c.close()
 

@@ -28,12 +28,13 @@ TEST(FilterRegistry, EachFilterOnceLimitsThenTheCacheThenCompressionThenGrpcFirs
   std::set<std::string_view> seen;
   for (const auto& kind : registry())
     EXPECT_TRUE(seen.insert(kind.name).second) << kind.name;
-  ASSERT_GE(registry().size(), 5u);
+  ASSERT_GE(registry().size(), 6u);
   EXPECT_EQ(registry()[0].name, "rate_limit");
   EXPECT_EQ(registry()[1].name, "concurrency_limit");
-  EXPECT_EQ(registry()[2].name, "cache");
-  EXPECT_EQ(registry()[3].name, "compress");
-  EXPECT_EQ(registry()[4].name, "grpc");
+  EXPECT_EQ(registry()[2].name, "forward_auth");
+  EXPECT_EQ(registry()[3].name, "cache");
+  EXPECT_EQ(registry()[4].name, "compress");
+  EXPECT_EQ(registry()[5].name, "grpc");
 }
 
 TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
@@ -50,7 +51,7 @@ TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
 }
 
 TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
-  auto grpc = registry()[4].make(nullptr, shard());
+  auto grpc = registry()[5].make(nullptr, shard());
   ASSERT_TRUE(grpc);
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;
