@@ -3,6 +3,7 @@
 #include "core/json_escape.h"
 #include "metrics/dashboard_page.h"
 #include "metrics/exposition.h"
+#include "metrics/limit_counters.h"
 #include "metrics/live_groups.h"
 #include "portico/proxy_worker.h"
 #include "server/streamed_reply.h"
@@ -89,8 +90,45 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
     out += "]}";
   }
   append_cache_table(out, shards, !cfg_->clusters.empty());
+  append_limit_tables(out);
   out += "]}\n";
   return out;
+}
+
+void AdminHandler::append_limit_tables(std::string& out) {
+  auto table = [&](const char* title, const char* columns) {
+    out += out.back() == '[' ? "{\"title\":\"" : ",{\"title\":\"";
+    out += title;
+    out += "\",\"columns\":[";
+    out += columns;
+    out += "],\"rows\":[";
+  };
+  bool any = false;
+  metrics::for_each_limit([&](const std::string& name, const metrics::LimitCounters& c) {
+    if (!any)
+      table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\"");
+    out += any ? ",[" : "[";
+    any = true;
+    core::append_json_string(out, name);
+    for (const auto& r : c.results)
+      out += "," + std::to_string(r.load(std::memory_order_relaxed));
+    out += "]";
+  });
+  if (any)
+    out += "]}";
+  any = false;
+  metrics::for_each_auth([&](const std::string& name, const metrics::AuthCounters& c) {
+    if (!any)
+      table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\"");
+    out += any ? ",[" : "[";
+    any = true;
+    core::append_json_string(out, name);
+    for (const auto& r : c.results)
+      out += "," + std::to_string(r.load(std::memory_order_relaxed));
+    out += "]";
+  });
+  if (any)
+    out += "]}";
 }
 
 // The caches' hit ratio and counts since start, once any route's cache has seen a request.

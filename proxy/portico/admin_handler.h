@@ -40,6 +40,8 @@ private:
   static void append_cache_table(std::string& out,
                                  const std::vector<const metrics::WorkerMetrics*>& shards,
                                  bool after_another);
+  // Each rate or concurrency limit's counts, and each forward auth's, once there are any.
+  static void append_limit_tables(std::string& out);
 
   std::shared_ptr<const config::Config> cfg_;
   int reloads_ = 0;

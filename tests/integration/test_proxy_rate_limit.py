@@ -5,6 +5,7 @@ it is not counted); X-Forwarded-For picks the key only from a trusted proxy; exe
 and dry runs; a flood of spoofed keys stays within the table's memory; the access log says
 which limit answered."""
 import http.client
+import json
 import os
 import tempfile
 import threading
@@ -120,6 +121,10 @@ class RateLimit(unittest.TestCase):
         self.assertEqual(self.count("strict", "allowed"), 3)
         harness.wait_until(lambda: self.logged("/strict/hello 429 strict 429"),
                            what="the access log line")
+        stats = json.loads(self.proxy.admin("/stats.json"))  # the dashboard's
+        table = next(t for t in stats["tables"] if t["title"] == "limits")
+        row = next(r for r in table["rows"] if r[0] == "strict")
+        self.assertEqual(dict(zip(table["columns"], row))["refused"], 1)
 
     def test_at_three_times_the_rate_for_ten_seconds_the_accepted_count_holds(self):
         accepted, sent, start = 0, 0, time.monotonic()
