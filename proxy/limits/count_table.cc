@@ -1,9 +1,9 @@
 #include "limits/count_table.h"
 
+#include "limits/named_table.h"
+
 #include <algorithm>
 #include <bit>
-#include <map>
-#include <mutex>
 
 namespace portico::limits {
 
@@ -12,23 +12,13 @@ constexpr uint64_t kCountMask = CountTable::kMaxCount;
 } // namespace
 
 CountTable::CountTable(size_t slots)
-    : slots_(new std::atomic<uint64_t>[std::bit_ceil(std::max(slots, kProbe))]),
-      mask_(std::bit_ceil(std::max(slots, kProbe)) - 1) {
+    : slots_(new std::atomic<uint64_t>[slots_for(slots)]), mask_(slots_for(slots) - 1) {
   for (size_t i = 0; i <= mask_; ++i)
     slots_[i].store(0, std::memory_order_relaxed);
 }
 
 std::shared_ptr<CountTable> CountTable::named(const std::string& name, size_t slots) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<CountTable>> tables;
-  std::lock_guard lock(mu);
-  auto& entry = tables[name];
-  auto t = entry.lock();
-  if (!t || t->slots() != std::bit_ceil(std::max(slots, kProbe))) {
-    t = std::make_shared<CountTable>(slots);
-    entry = t;
-  }
-  return t;
+  return named_table<CountTable>(name, slots);
 }
 
 CountTable::Ticket CountTable::acquire(uint64_t key, uint64_t max) {

@@ -6,7 +6,9 @@
 // whose count is 0 is free; a key that finds none free among the kProbe it may use is refused
 // (nginx answers the same when its zone is full): the table is exact, and holds as many keys
 // busy at once as it has slots. Two tags of 40 bits that meet in a probe window share a count.
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,6 +34,8 @@ public:
   uint64_t count(uint64_t key) const;
 
   size_t slots() const { return mask_ + 1; }
+  // The slots a table asked for slots has: a power of two, at least kProbe.
+  static size_t slots_for(size_t slots) { return std::bit_ceil(std::max(slots, kProbe)); }
 
 private:
   // Another slot among key's probes counts for tag, one before mine (the one kept when two

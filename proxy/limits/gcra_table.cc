@@ -1,28 +1,18 @@
 #include "limits/gcra_table.h"
 
+#include "limits/named_table.h"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <map>
-#include <mutex>
 
 namespace portico::limits {
 
 GcraTable::GcraTable(size_t slots)
-    : slots_(new Slot[std::bit_ceil(std::max(slots, kProbe))]),
-      mask_(std::bit_ceil(std::max(slots, kProbe)) - 1) {}
+    : slots_(new Slot[slots_for(slots)]), mask_(slots_for(slots) - 1) {}
 
 std::shared_ptr<GcraTable> GcraTable::named(const std::string& name, size_t slots) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<GcraTable>> tables;
-  std::lock_guard lock(mu);
-  auto& entry = tables[name];
-  auto t = entry.lock();
-  if (!t || t->slots() != std::bit_ceil(std::max(slots, kProbe))) {
-    t = std::make_shared<GcraTable>(slots);
-    entry = t;
-  }
-  return t;
+  return named_table<GcraTable>(name, slots);
 }
 
 GcraTable::Slot& GcraTable::slot_for(uint64_t key, int64_t now_ns, bool& evicted) {

@@ -13,7 +13,9 @@
 // is one of those given up (the one nearest to passing), and that key starts afresh: the table
 // is exact while the keys being limited at once fit in it, and counts each time it was not
 // (evictions). Two keys with the same 64-bit hash share a rate.
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,6 +46,8 @@ public:
   Decision take(uint64_t key, int64_t now_ns, int64_t interval_ns, int64_t burst);
 
   size_t slots() const { return mask_ + 1; }
+  // The slots a table asked for slots has: a power of two, at least kProbe.
+  static size_t slots_for(size_t slots) { return std::bit_ceil(std::max(slots, kProbe)); }
 
 private:
   struct alignas(16) Slot {

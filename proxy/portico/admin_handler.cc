@@ -96,39 +96,31 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
 }
 
 void AdminHandler::append_limit_tables(std::string& out) {
-  auto table = [&](const char* title, const char* columns) {
-    out += out.back() == '[' ? "{\"title\":\"" : ",{\"title\":\"";
-    out += title;
-    out += "\",\"columns\":[";
-    out += columns;
-    out += "],\"rows\":[";
+  // One table of rows NAME, COUNT... from each(f), where f(name, counters) is called per row.
+  auto table = [&](const char* title, const char* columns, auto each) {
+    bool any = false;
+    each([&](const std::string& name, const auto& c) {
+      if (!any) {
+        out += out.back() == '[' ? "{\"title\":\"" : ",{\"title\":\"";
+        out += title;
+        out += "\",\"columns\":[";
+        out += columns;
+        out += "],\"rows\":[";
+      }
+      out += any ? ",[" : "[";
+      any = true;
+      core::append_json_string(out, name);
+      for (const auto& r : c.results)
+        out += "," + std::to_string(r.load(std::memory_order_relaxed));
+      out += "]";
+    });
+    if (any)
+      out += "]}";
   };
-  bool any = false;
-  metrics::for_each_limit([&](const std::string& name, const metrics::LimitCounters& c) {
-    if (!any)
-      table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\"");
-    out += any ? ",[" : "[";
-    any = true;
-    core::append_json_string(out, name);
-    for (const auto& r : c.results)
-      out += "," + std::to_string(r.load(std::memory_order_relaxed));
-    out += "]";
-  });
-  if (any)
-    out += "]}";
-  any = false;
-  metrics::for_each_auth([&](const std::string& name, const metrics::AuthCounters& c) {
-    if (!any)
-      table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\"");
-    out += any ? ",[" : "[";
-    any = true;
-    core::append_json_string(out, name);
-    for (const auto& r : c.results)
-      out += "," + std::to_string(r.load(std::memory_order_relaxed));
-    out += "]";
-  });
-  if (any)
-    out += "]}";
+  table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\"",
+        [](const auto& f) { metrics::for_each_limit(f); });
+  table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\"",
+        [](const auto& f) { metrics::for_each_auth(f); });
 }
 
 // The caches' hit ratio and counts since start, once any route's cache has seen a request.

@@ -11,15 +11,7 @@ void DetachedExchange::start(struct ev_loop* loop, RequestHandler& handler,
   ex->listener_index_ = listener_index;
   ex->over_tls_ = over_tls;
   ex->client_address_ = "-"; // no client: the proxy itself
-  auto& req = ex->request_;
-  auto& arena = ex->arena_;
-  req.method = arena.copy(head.method);
-  req.scheme = arena.copy(head.scheme);
-  req.authority = arena.copy(head.authority);
-  req.target = arena.copy(head.target);
-  req.version = head.version;
-  for (const auto& h : head.headers)
-    req.headers.push_back({arena.copy(h.name), arena.copy(h.value)});
+  ex->copy_request(head);
   handler.on_request(*ex);
   if (ex->finished_)
     return; // answered at once (no route: a 404)

@@ -16,4 +16,14 @@ void Exchange::respond(int status, std::string_view content_type, std::string_vi
   end_response();
 }
 
+void Exchange::copy_request(const http::RequestHead& head) {
+  request_.method = arena_.copy(head.method);
+  request_.scheme = arena_.copy(head.scheme);
+  request_.authority = arena_.copy(head.authority);
+  request_.target = arena_.copy(head.target);
+  request_.version = head.version;
+  for (const auto& h : head.headers)
+    request_.headers.push_back({arena_.copy(h.name), arena_.copy(h.value)});
+}
+
 } // namespace portico::server

@@ -115,6 +115,10 @@ public:
   RequestHandler* handler() const { return handler_; }
 
 protected:
+  // The request becomes a copy of head, its strings in this exchange's arena (one the proxy
+  // makes itself: detached_exchange.h, subrequest.h).
+  void copy_request(const http::RequestHead& head);
+
   http::RequestHead request_;
   http::Arena arena_;
   struct ev_loop* loop_ = nullptr;

@@ -15,16 +15,8 @@ Subrequest* Subrequest::start(struct ev_loop* loop, RequestHandler& handler,
   ex->over_tls_ = over_tls;
   ex->internal_ = true;
   ex->receiver_ = receiver;
-  auto& arena = ex->arena_;
-  ex->client_address_ = arena.copy(client);
-  auto& req = ex->request_;
-  req.method = arena.copy(head.method);
-  req.scheme = arena.copy(head.scheme);
-  req.authority = arena.copy(head.authority);
-  req.target = arena.copy(head.target);
-  req.version = head.version;
-  for (const auto& h : head.headers)
-    req.headers.push_back({arena.copy(h.name), arena.copy(h.value)});
+  ex->client_address_ = ex->arena_.copy(client);
+  ex->copy_request(head);
   handler.on_request(*ex);
   if (ex->finished_)
     return nullptr; // answered at once (no route: a 404)

@@ -95,7 +95,7 @@ class CommandLineTest(unittest.TestCase):
                          ["unix:/tmp/app.sock", "127.0.0.1:9000"])
         self.assertEqual(dumped["route"][0], {"host": "api.example", "path_prefix": "/",
                                               "cluster": "app", "websocket": False,
-                                              "upgrade_timeout": 300})
+                                              "upgrade_timeout": 300, "internal": False})
         self.assertEqual(dumped["cluster"][0]["lb"], "least_request")
         self.assertEqual(dumped["admin"]["address"], "127.0.0.1:9901")
         self.assertEqual(dumped["metrics"]["route_series_limit"], 1000)
