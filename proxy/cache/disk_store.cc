@@ -219,17 +219,24 @@ std::vector<std::shared_ptr<StoredResponse>> DiskStore::load(std::string_view ke
       return out;
     files = e->files;
   }
-  std::vector<uint64_t> damaged;
+  // Files gone (deleted from outside the store), and files that did not read: by the inode
+  // read, so that one another worker has replaced since is not taken for them.
+  std::vector<std::pair<uint64_t, ino_t>> damaged;
   for (const auto& f : files) {
     int fd = ::open(file_path(f.name).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue; // evicted or erased meanwhile: the index no longer has it
+    if (fd < 0) {
+      if (errno == ENOENT)
+        damaged.push_back({f.name, 0});
+      continue;
+    }
     auto r = std::make_shared<StoredResponse>();
     std::string file_key;
     uint64_t at = 0, size = 0;
     if (!read_head(fd, file_key, *r, at, size) || file_key != key) {
+      struct stat st {};
+      ::fstat(fd, &st);
       ::close(fd);
-      damaged.push_back(f.name); // cut short, or another key's since
+      damaged.push_back({f.name, st.st_ino}); // cut short, or another key's since
       continue;
     }
     r->body = std::make_shared<StoredBody>();
@@ -241,9 +248,16 @@ std::vector<std::shared_ptr<StoredResponse>> DiskStore::load(std::string_view ke
     std::string k(key);
     Entry kept = take(k);
     std::erase_if(kept.files, [&](const File& f) {
-      if (std::find(damaged.begin(), damaged.end(), f.name) == damaged.end())
+      auto it = std::find_if(damaged.begin(), damaged.end(),
+                             [&](const auto& d) { return d.first == f.name; });
+      if (it == damaged.end())
         return false;
-      unlink_file(f.name);
+      struct stat st {};
+      bool there = ::stat(file_path(f.name).c_str(), &st) == 0;
+      if (there && st.st_ino != it->second)
+        return false; // replaced since it was read: the new one stays
+      if (there)
+        unlink_file(f.name);
       return true;
     });
     put_back(k, std::move(kept));
@@ -275,6 +289,9 @@ void DiskStore::save(std::string_view key, const StoredResponse& r) {
     ok = false;
     err = errno;
   }
+  // The rename and the index change together: an eviction or a purge of the key by another
+  // worker comes wholly before (and the new file stays) or wholly after (and it goes).
+  std::lock_guard lock(mu_);
   if (ok && ::rename(temporary.c_str(), final_path.c_str()) != 0) {
     // The first file of its two hex digits: their directory is made on demand.
     std::string subdir = final_path.substr(0, final_path.rfind('/'));
@@ -289,7 +306,6 @@ void DiskStore::save(std::string_view key, const StoredResponse& r) {
                            std::strerror(err));
     return;
   }
-  std::lock_guard lock(mu_);
   std::string k(key);
   Entry e = take(k);
   // The file of the same name was replaced by the rename: it is not deleted.

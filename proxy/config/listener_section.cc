@@ -66,6 +66,12 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
     l.access_log = r.resolve(l.access_log);
   r.get_number(t, "max_connections", l.max_connections, w, 0, 10000000);
   r.get_number(t, "max_connections_per_client", l.max_connections_per_client, w, 0, 1000000);
+  // Counted at accept, by the peer: behind PROXY protocol that is the load balancer, which
+  // would be held to one client's share.
+  if (l.max_connections_per_client && l.proxy_protocol)
+    r.error(t.get("max_connections_per_client")->source(),
+            w + ": max_connections_per_client counts the peer, which on a proxy_protocol "
+                "listener is the load balancer; not with proxy_protocol");
   read_access_log_format(r, t, l, w);
   c.listeners.push_back(std::move(l));
 }

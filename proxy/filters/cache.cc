@@ -411,8 +411,10 @@ private:
     end_ = a.length < 0 ? -1 : a.offset + a.length;
     if (req.is_head() || a.length == 0)
       end_ = pos_;
-    if (body_read_ && !body_read_->complete && end_ != pos_)
+    if (body_read_ && !body_read_->complete && end_ != pos_) {
       body_read_->watch(this);
+      watching_ = true;
+    }
   }
 
   void on_body_grew() override { produce(); }
@@ -467,8 +469,11 @@ private:
   }
 
   void finish_body() {
-    if (body_read_)
+    // Only a body still arriving is watched: a complete one may be another worker's too
+    // (a fill's DONE), whose watcher list only its own worker touches.
+    if (body_read_ && watching_)
       body_read_->unwatch(this);
+    watching_ = false;
     body_read_ = nullptr;
   }
 
@@ -527,6 +532,7 @@ private:
   bool answered_ = false;
   bool storing_ = false;
   bool producing_ = false;
+  bool watching_ = false; // body_read_ tells this filter as it grows
   bool closed_ = false;
   const cache::StoredResponse* lookup_ = nullptr; // being revalidated
   const cache::StoredResponse* stale_ = nullptr;  // fetched anew (no validator)

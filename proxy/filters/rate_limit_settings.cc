@@ -29,9 +29,10 @@ bool read_rate(config::Reader& r, const toml::node& n, RateLimit& l, const std::
       window = unit == "r/m" ? 60 : 1;
     }
   }
-  if (!std::isfinite(per) || per <= 0 || per > 1e7) {
+  // At least one an hour: burst × interval stays within 64 bits of nanoseconds.
+  if (!std::isfinite(per) || per * (window == 60 ? 60 : 3600) < 1 || per > 1e7) {
     r.error(n.source(), where + ": rate is requests per second, or \"10r/s\" or \"600r/m\", "
-                                "more than 0 and at most 10000000 a second");
+                                "at least one an hour and at most 10000000 a second");
     return false;
   }
   l.interval_ns = static_cast<int64_t>(std::llround(1e9 * static_cast<double>(window) / per));

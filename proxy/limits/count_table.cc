@@ -25,41 +25,47 @@ CountTable::Ticket CountTable::acquire(uint64_t key, uint64_t max) {
   const uint64_t tag = tag_of(key);
   const size_t at = static_cast<size_t>(key) & mask_;
   max = std::min(max, kMaxCount);
-  // The key's own slot first: it may be anywhere among the probes.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < kProbe; ++i) {
-      auto& s = slots_[(at + i) & mask_];
-      uint64_t w = s.load(std::memory_order_relaxed);
-      for (;;) {
-        uint64_t count = w & kCountMask;
-        bool mine = count > 0 && (w >> 24) == tag;
-        if (pass == 0 && !mine)
-          break; // looking for its own slot only
-        if (pass == 1 && count > 0 && !mine)
-          break; // another key's
-        if (count >= max)
-          return nullptr;
-        uint64_t next = count == 0 ? (tag << 24) | 1 : w + 1;
-        if (!s.compare_exchange_weak(w, next, std::memory_order_acq_rel))
-          continue;
-        if (count == 0 && other_slot(at, tag, &s)) {
-          // Another worker took another slot for this key meanwhile: one slot per key, so
-          // this one goes back and the count goes there.
-          release(&s);
-          return acquire(key, max);
+  for (int attempt = 0;; ++attempt) {
+    // The key's own slot first: it may be anywhere among the probes; else the first free one.
+    bool retry = false;
+    for (int pass = 0; pass < 2 && !retry; ++pass) {
+      for (size_t i = 0; i < kProbe && !retry; ++i) {
+        auto& s = slots_[(at + i) & mask_];
+        uint64_t w = s.load(std::memory_order_seq_cst);
+        for (;;) {
+          uint64_t count = w & kCountMask;
+          bool mine = count > 0 && (w >> 24) == tag;
+          if (pass == 0 && !mine)
+            break; // looking for its own slot only
+          if (pass == 1 && count > 0 && !mine)
+            break; // another key's
+          if (count >= max)
+            return nullptr;
+          uint64_t next = count == 0 ? (tag << 24) | 1 : w + 1;
+          if (!s.compare_exchange_weak(w, next, std::memory_order_seq_cst))
+            continue;
+          // A new slot for the key while another worker holds or took one too: one slot per
+          // key, so this one goes back and the count goes to the other (after a few tries,
+          // two workers taking new slots at once keep theirs: a count split in two).
+          if (count == 0 && attempt < 4 && other_slot(at, tag, &s)) {
+            release(&s);
+            retry = true;
+            break;
+          }
+          return &s;
         }
-        return &s;
       }
     }
+    if (!retry)
+      return nullptr;
   }
-  return nullptr;
 }
 
 bool CountTable::other_slot(size_t at, uint64_t tag, const std::atomic<uint64_t>* mine) const {
   for (size_t i = 0; i < kProbe; ++i) {
     const auto& s = slots_[(at + i) & mask_];
-    uint64_t w = s.load(std::memory_order_acquire);
-    if (&s != mine && (w & kCountMask) > 0 && (w >> 24) == tag && &s < mine)
+    uint64_t w = s.load(std::memory_order_seq_cst);
+    if (&s != mine && (w & kCountMask) > 0 && (w >> 24) == tag)
       return true;
   }
   return false;

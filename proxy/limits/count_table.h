@@ -38,8 +38,7 @@ public:
   static size_t slots_for(size_t slots) { return std::bit_ceil(std::max(slots, kProbe)); }
 
 private:
-  // Another slot among key's probes counts for tag, one before mine (the one kept when two
-  // workers took one each for a new key at once).
+  // Another slot among key's probes counts for tag.
   bool other_slot(size_t at, uint64_t tag, const std::atomic<uint64_t>* mine) const;
   static uint64_t tag_of(uint64_t key) { return (key >> 24) | 1; } // never 0: a free slot's
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;

@@ -21,6 +21,7 @@ GcraTable::Slot& GcraTable::slot_for(uint64_t key, int64_t now_ns, bool& evicted
   for (int attempt = 0;; ++attempt) {
     Slot* idle = nullptr;
     Slot* nearest = nullptr;
+    uint64_t idle_key = 0, nearest_key = 0; // as seen: the claim fails if it changed since
     int64_t nearest_tat = std::numeric_limits<int64_t>::max();
     for (size_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(at + i) & mask_];
@@ -29,15 +30,18 @@ GcraTable::Slot& GcraTable::slot_for(uint64_t key, int64_t now_ns, bool& evicted
         return s;
       int64_t t = s.tat.load(std::memory_order_relaxed);
       if (k == 0 || t <= now_ns) { // no state: a full bucket, as a new key gets
-        if (!idle)
+        if (!idle) {
           idle = &s;
+          idle_key = k;
+        }
       } else if (t < nearest_tat) {
         nearest_tat = t;
         nearest = &s;
+        nearest_key = k;
       }
     }
     Slot& s = idle ? *idle : *nearest;
-    uint64_t old = s.key.load(std::memory_order_relaxed);
+    uint64_t old = idle ? idle_key : nearest_key;
     if (s.key.compare_exchange_strong(old, key, std::memory_order_acq_rel)) {
       if (!idle) { // a key still limited gives way: it starts afresh when it comes back
         s.tat.store(0, std::memory_order_relaxed);

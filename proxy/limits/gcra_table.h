@@ -12,7 +12,9 @@
 // so its slot is free for another; only when every probed slot belongs to a key still limited
 // is one of those given up (the one nearest to passing), and that key starts afresh: the table
 // is exact while the keys being limited at once fit in it, and counts each time it was not
-// (evictions). Two keys with the same 64-bit hash share a rate.
+// (evictions). Two keys with the same 64-bit hash share a rate. A key and its time are two
+// words: while a slot changes hands (a key's bucket refilled, or an eviction) a request of the
+// old key racing the new one's first may be counted in the other's bucket, one request once.
 #include <algorithm>
 #include <atomic>
 #include <bit>

@@ -172,6 +172,17 @@ TEST_F(DiskStoreTest, AFileDamagedAfterItWasReadBackIsForgottenWhenAsked) {
   EXPECT_EQ(s->objects(), 0u);
 }
 
+TEST_F(DiskStoreTest, AFileDeletedFromOutsideIsForgottenWhenAsked) {
+  auto s = open();
+  s->save("k", *response("", "whole"));
+  auto written = files();
+  ASSERT_EQ(written.size(), 1u);
+  fs::remove(written[0]);
+  EXPECT_TRUE(s->load("k").empty());
+  EXPECT_EQ(s->objects(), 0u); // not counted any more
+  EXPECT_EQ(s->used_bytes(), 0u);
+}
+
 TEST_F(DiskStoreTest, TheBoundInBlocksHoldsAndEvictionDeletesFiles) {
   auto s = open(64 * 4096);
   for (int i = 0; i < 500; ++i)

@@ -37,6 +37,15 @@ TEST(ConfigRefusals, TheBaseIsAccepted) {
   EXPECT_TRUE(parse_config(config("", "", "", ""), "t.toml", &errors)) << errors[0];
 }
 
+TEST(ConfigRefusals, PerClientConnectionsBehindProxyProtocol) {
+  std::string e = refused(config("",
+                                 "[[listener]]\naddress = \"127.0.0.1:8080\"\nproxy_protocol = "
+                                 "true\nmax_connections_per_client = 3\n",
+                                 "", ""));
+  EXPECT_TRUE(e.starts_with("t.toml:6:")) << e;
+  EXPECT_NE(e.find("not with proxy_protocol"), std::string::npos) << e;
+}
+
 TEST(ConfigRefusals, NanAndInfinity) {
   for (auto v : {"nan", "inf", "-inf", "+nan"}) {
     std::string e = refused(config(std::string("keepalive_timeout = ") + v, "", "", ""));

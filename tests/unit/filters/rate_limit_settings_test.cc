@@ -64,7 +64,9 @@ TEST(RateLimitSettings, BadValuesAreRefusedWhereTheyAre) {
   EXPECT_NE(e.find("rate is requests per second"), std::string::npos) << e;
   EXPECT_NE(refused(R"({ name = "a" })").find("needs a rate"), std::string::npos);
   EXPECT_NE(refused(R"({ rate = 1 })").find("name"), std::string::npos);
-  EXPECT_NE(refused(R"({ name = "a", rate = 0 })").find("more than 0"), std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 0 })").find("at least one an hour"), std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1e-7 })").find("at least one an hour"),
+            std::string::npos);
   EXPECT_NE(refused(R"({ name = "a", rate = 1, key = ["host"] })").find("key parts"),
             std::string::npos);
   EXPECT_NE(refused(R"({ name = "a", rate = 1, exempt = ["10.0.0.0/33"] })").find("exempt"),

@@ -71,5 +71,20 @@ TEST(CountTable, ANewKeyTakenByTwoThreadsAtOnceEndsInOneSlot) {
   }
 }
 
+TEST(CountTable, ASlotFreedBeforeAKeysOwnDoesNotGiveTheKeyASecond) {
+  // The key's slot is the sixth of its window; the third frees while the key holds it: the
+  // key's next request still counts in its own slot, never in a second one.
+  CountTable t(8);
+  std::vector<CountTable::Ticket> others;
+  for (uint64_t k = 1; k <= 5; ++k)
+    others.push_back(t.acquire(k << 32, 1));
+  auto first = t.acquire(77ull << 32, 2);
+  ASSERT_TRUE(first);
+  t.release(others[2]);
+  auto second = t.acquire(77ull << 32, 2);
+  EXPECT_EQ(second, first);
+  EXPECT_FALSE(t.acquire(77ull << 32, 2)); // two in flight: the max
+}
+
 } // namespace
 } // namespace portico::limits
