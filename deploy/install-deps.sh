@@ -15,6 +15,7 @@ PACKAGES="
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
   util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types varnish
+  libhiredis-dev redis-server
 "
 # Node.js and npm run the HTTP cache conformance suite (bench/cache-tests, from the npm
 # registry): Debian's, unless the machine already has a node and npm of its own.
@@ -26,9 +27,9 @@ for p in $PACKAGES; do
 done
 # nginx, h2o, haproxy, memcached, varnish and prometheus are test and bench peers, started by the tests
 # themselves on ports they pick: they must not run as services of this machine (holding port 80,
-# 11211, 9090 and memory for nothing). While installing, a policy-rc.d forbids every service
+# 11211, 6379, 9090 and memory for nothing). While installing, a policy-rc.d forbids every service
 # start (Debian's invoke-rc.d asks it); one put there by someone else is left alone.
-SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter varnish varnishncsa"
+SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter varnish varnishncsa redis-server"
 POLICY=/usr/sbin/policy-rc.d
 if [ -n "$missing" ]; then
   $SUDO apt-get update -q

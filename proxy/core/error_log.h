@@ -26,6 +26,7 @@ enum class Kind {
   REQUEST_FAILED,   // a request answered 502, 503 or 504 for its upstream's failure (or reset)
   STATIC_FILE,      // a static file changed or failed while it was being sent
   CACHE_DISK,       // a disk cache could not write or read a file
+  LIMIT_STORE,      // a shared limit's Redis connection failed, or Redis answered an error
   COUNT
 };
 

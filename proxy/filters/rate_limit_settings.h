@@ -4,6 +4,7 @@
 #include "core/cidr.h"
 #include "limits/gcra_table.h"
 #include "limits/limit_key.h"
+#include "limits/shared_limiter.h"
 #include "metrics/limit_counters.h"
 
 #include <cstdint>
@@ -26,7 +27,9 @@ struct RateLimit {
   bool dry_run = false;           // only counted: nothing is refused or delayed
   int status = 429;
   bool headers = false; // RateLimit fields on every response, not only on refusals
-  std::shared_ptr<limits::GcraTable> table;
+  std::shared_ptr<limits::GcraTable> table; // a local limit's
+  // A shared limit's: its budget is in Redis, one for every instance (limits/shared_limiter.h).
+  std::shared_ptr<const limits::SharedSettings> shared;
   metrics::LimitCounters* counters = nullptr;
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/block_pool.h"
 #include "metrics/limit_counters.h"
+#include "metrics/limit_exposition.h"
 #include "metrics/metric_family.h"
 
 #include <algorithm>
@@ -504,47 +505,6 @@ void append_cache_metrics(std::vector<MetricFamily>& out,
       [](const CacheMetrics& c) { return c.stored_objects.get(); });
   one("portico_cache_waiting", "Misses waiting on another request's fetch of their key.",
       MetricType::Gauge, [](const CacheMetrics& c) { return c.waiting.get(); });
-  // A limit's table is the workers' together: so are its counts.
-  auto limited = family("portico_rate_limit_requests_total",
-                        "Requests each rate limit decided on: allowed, delayed (let through "
-                        "later, to keep to the rate), limited (refused), dry_run (would have "
-                        "been refused).",
-                        MetricType::Counter);
-  auto evicted = family("portico_rate_limit_evictions_total",
-                        "Keys a rate limit's table gave up while they were still limited (the "
-                        "table was full): each starts afresh.",
-                        MetricType::Counter);
-  for_each_limit([&](const std::string& name, const LimitCounters& c) {
-    for (size_t i = 0; i < kLimitResultCount; ++i) {
-      ClientMetric m;
-      m.label = {{"limit", name}, {"result", kLimitResults[i]}};
-      m.counter.value = static_cast<double>(c.results[i].load(std::memory_order_relaxed));
-      limited.metric.push_back(std::move(m));
-    }
-    ClientMetric m;
-    m.label = {{"limit", name}};
-    m.counter.value = static_cast<double>(c.evictions.load(std::memory_order_relaxed));
-    evicted.metric.push_back(std::move(m));
-  });
-  if (!limited.metric.empty()) {
-    out.push_back(std::move(limited));
-    out.push_back(std::move(evicted));
-  }
-  auto auth = family("portico_forward_auth_requests_total",
-                     "Requests each forward auth decided on: allowed (a 2xx), denied (its "
-                     "401, 403 or 3xx passed to the client), error (another answer, none in "
-                     "time, or a reset: error_status).",
-                     MetricType::Counter);
-  for_each_auth([&](const std::string& name, const AuthCounters& c) {
-    for (size_t i = 0; i < kAuthResultCount; ++i) {
-      ClientMetric m;
-      m.label = {{"auth", name}, {"result", kAuthResults[i]}};
-      m.counter.value = static_cast<double>(c.results[i].load(std::memory_order_relaxed));
-      auth.metric.push_back(std::move(m));
-    }
-  });
-  if (!auth.metric.empty())
-    out.push_back(std::move(auth));
   // A directory's store is the workers' together: counted once, not per shard.
   const auto& disk = disk_cache_levels();
   for (auto [name, help, v] :
@@ -570,6 +530,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   append_endpoint_metrics(out, cfg, shards);
   append_compression_metrics(out, shards);
   append_cache_metrics(out, shards);
+  append_limit_metrics(out);
   append_server_metrics(out, shards, servers);
   append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);

@@ -1,5 +1,6 @@
 #include "metrics/limit_counters.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,11 @@ Registry<AuthCounters>& auths() {
   return r;
 }
 
+Registry<StoreCounters>& stores() {
+  static Registry<StoreCounters> r;
+  return r;
+}
+
 } // namespace
 
 LimitCounters& limit_counters(std::string_view name) {
@@ -52,6 +58,22 @@ AuthCounters& auth_counters(std::string_view name) {
 
 void for_each_auth(const std::function<void(const std::string&, const AuthCounters&)>& f) {
   auths().each(f);
+}
+
+void StoreCounters::observe(double seconds) {
+  size_t i = 0;
+  while (i < kStoreBucketCount && seconds > kStoreBuckets[i])
+    ++i;
+  buckets[i].fetch_add(1, std::memory_order_relaxed);
+  sum_us.fetch_add(static_cast<uint64_t>(std::max(0.0, seconds) * 1e6), std::memory_order_relaxed);
+}
+
+StoreCounters& store_counters(std::string_view address) {
+  return stores().get(address);
+}
+
+void for_each_store(const std::function<void(const std::string&, const StoreCounters&)>& f) {
+  stores().each(f);
 }
 
 } // namespace portico::metrics
