@@ -117,10 +117,24 @@ void AdminHandler::append_limit_tables(std::string& out) {
     if (any)
       out += "]}";
   };
-  table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\"",
+  table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\",\"unchecked\"",
         [](const auto& f) { metrics::for_each_limit(f); });
   table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\"",
         [](const auto& f) { metrics::for_each_auth(f); });
+  table("redis of shared limits",
+        "\"redis\",\"answered\",\"errors\",\"late\",\"not sent\",\"workers connected\"",
+        [](const auto& f) {
+          metrics::for_each_store([&](const std::string& name, const metrics::StoreCounters& c) {
+            struct {
+              std::atomic<uint64_t> results[metrics::kStoreResultCount + 1];
+            } row;
+            for (size_t i = 0; i < metrics::kStoreResultCount; ++i)
+              row.results[i] = c.results[i].load(std::memory_order_relaxed);
+            row.results[metrics::kStoreResultCount] =
+                static_cast<uint64_t>(c.connected.load(std::memory_order_relaxed));
+            f(name, row);
+          });
+        });
 }
 
 // The caches' hit ratio and counts since start, once any route's cache has seen a request.

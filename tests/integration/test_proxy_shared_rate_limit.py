@@ -5,8 +5,10 @@ closed, and the limit holds again once Redis is back; a Redis that replies garba
 closes mid-reply or never answers costs a request at most the limit's timeout, never the
 proxy."""
 import http.client
+import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -43,13 +45,14 @@ rate_limit = {{ name = "closed", rate = "1r/m", burst = 2, shared = {{ {redis}, 
 class Redis:
     """redis-server on a port of its own, no persistence; restartable on that port."""
 
-    def __init__(self, tmp, port=None):
+    def __init__(self, tmp, port=None, password=None):
         harness.need("redis-server")
         self.tmp = tmp
         self.port = port or harness.free_port()
         self.process = harness.Process(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp],
+             "--appendonly", "no", "--dir", tmp] +
+            (["--requirepass", password] if password else []),
             os.path.join(tmp, f"redis-{time.monotonic_ns()}.log"))
         harness.wait_until(lambda: self.process.proc.poll() is not None or
                            harness.port_open("127.0.0.1", self.port), what="redis-server")
@@ -189,6 +192,59 @@ class SharedRateLimit(unittest.TestCase):
                            timeout=20, what="every worker reconnected")
         statuses = [c.get("/open/hello") for _ in range(4)]
         self.assertEqual(statuses, [200, 200, 200, 429])
+        stats = json.loads(self.proxies[0].admin("/stats.json"))  # the dashboard's
+        table = next(t for t in stats["tables"] if t["title"] == "redis of shared limits")
+        row = dict(zip(table["columns"], table["rows"][0]))
+        self.assertEqual(row["workers connected"], 2)
+        self.assertGreater(row["answered"], 0)
+        limits = next(t for t in stats["tables"] if t["title"] == "limits")
+        row = next(dict(zip(limits["columns"], r)) for r in limits["rows"] if r[0] == "open")
+        self.assertGreaterEqual(row["unchecked"], 20)
+
+
+class PasswordAndReload(unittest.TestCase):
+    def setUp(self):
+        self.backend = harness.Backend(workers=1, unix=True)
+        self.addCleanup(self.backend.stop)
+        self.tmp = tempfile.mkdtemp(prefix="portico-shared-limit-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.redis = Redis(self.tmp, password="s3cret")
+        self.addCleanup(self.redis.kill)
+
+    def proxy(self, password):
+        redis = f'redis = "127.0.0.1:{self.redis.port}", password = "{password}"'
+        p = Proxy([f"unix:{self.backend.sock_path}"], workers=2, catch_all=False,
+                  routes_first=f"""
+[[route]]
+path_prefix = "/"
+cluster = "app"
+rate_limit = {{ name = "pw", rate = "1r/m", burst = 2, shared = {{ {redis} }} }}
+""")
+        self.addCleanup(p.stop)
+        return p
+
+    def test_the_password_is_given_and_a_wrong_one_fails_open(self):
+        right, wrong = self.proxy("s3cret"), self.proxy("guess")
+        self.assertEqual([harness.http_get(right.port)[0] for _ in range(4)],
+                         [200, 200, 200, 429])
+        self.assertEqual([harness.http_get(wrong.port)[0] for _ in range(4)], [200] * 4)
+        self.assertEqual(wrong.metric("portico_rate_limit_requests_total", limit="pw",
+                                      result="unchecked"), 4)
+        harness.wait_until(lambda: "redis 127.0.0.1" in wrong.read_log(),
+                           what="the error log line")
+
+    def test_a_reload_keeps_the_workers_connections_and_the_budget(self):
+        p = self.proxy("s3cret")
+        store = f"127.0.0.1:{self.redis.port}"
+        self.assertEqual([harness.http_get(p.port)[0] for _ in range(2)], [200, 200])
+        reconnects = p.metric("portico_rate_limit_store_reconnects_total", store=store)
+        os.kill(p.pid, signal.SIGHUP)
+        harness.wait_until(lambda: "every worker serves generation 2" in p.read_log(),
+                           what="the reload applied")
+        self.assertEqual([harness.http_get(p.port)[0] for _ in range(2)], [200, 429])
+        self.assertEqual(p.metric("portico_rate_limit_store_connections", store=store), 2)
+        self.assertEqual(p.metric("portico_rate_limit_store_reconnects_total", store=store),
+                         reconnects)
 
 
 class FakeRedis:

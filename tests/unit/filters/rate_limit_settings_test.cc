@@ -58,6 +58,54 @@ TEST(RateLimitSettings, ALimitsNameIsItsTable) {
   EXPECT_EQ(one->limits[0].table, two->limits[0].table); // a reload keeps what was spent
 }
 
+TEST(RateLimitSettings, ASharedLimitNamesItsRedis) {
+  std::vector<std::string> errors;
+  std::optional<config::Config> c;
+  const auto* s = load(R"({ name = "api", rate = "100r/s", burst = 10, shared = { redis = )"
+                       R"("127.0.0.1:6380", timeout = 0.02, failure = "closed", batch = 7, )"
+                       R"(password = "pw" } })",
+                       errors, c);
+  ASSERT_TRUE(s) << errors[0];
+  const auto& l = s->limits[0];
+  ASSERT_TRUE(l.shared);
+  EXPECT_FALSE(l.table); // its budget is in Redis
+  EXPECT_TRUE(l.nodelay);
+  EXPECT_EQ(l.shared->redis.host, "127.0.0.1");
+  EXPECT_EQ(l.shared->redis.port, 6380);
+  EXPECT_EQ(l.shared->redis.password, "pw");
+  EXPECT_DOUBLE_EQ(l.shared->timeout_s, 0.02);
+  EXPECT_FALSE(l.shared->fail_open);
+  EXPECT_EQ(l.shared->batch, 7);
+  EXPECT_EQ(l.shared->prefix, "portico:rl:api:");
+  const auto* u =
+      load(R"({ name = "u", rate = 1, shared = { redis = "unix:/run/redis.sock" } })", errors, c);
+  ASSERT_TRUE(u) << errors[0];
+  EXPECT_EQ(u->limits[0].shared->redis.unix_path, "/run/redis.sock");
+  EXPECT_TRUE(u->limits[0].shared->fail_open);
+}
+
+TEST(RateLimitSettings, ABadSharedLimitIsRefusedWhereItIs) {
+  std::string e = refused(R"({ name = "a", rate = 1, shared = { redis = "redis.local:6379" } })");
+  EXPECT_TRUE(e.starts_with("c.toml:8:")) << e;
+  EXPECT_NE(e.find("is a name"), std::string::npos) << e;
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, shared = { redis = "127.0.0.1" } })").find("redis"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, shared = {} })").find("'redis' is required"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, shared = { redis = "127.0.0.1:1", failure = )"
+                    R"("maybe" } })")
+                .find("failure"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, shared = { redis = "127.0.0.1:1", ttl = 1 } })")
+                .find("ttl"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, delay = 2, shared = { redis = "127.0.0.1:1" } })")
+                .find("no delay or nodelay"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({ name = "a", rate = 1, shared = "127.0.0.1:1" })").find("is a table"),
+            std::string::npos);
+}
+
 TEST(RateLimitSettings, BadValuesAreRefusedWhereTheyAre) {
   std::string e = refused(R"({ name = "a", rate = "10r/h" })");
   EXPECT_TRUE(e.starts_with("c.toml:8:")) << e;
