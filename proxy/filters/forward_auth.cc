@@ -6,13 +6,17 @@
 // back to the client as the auth service gave it (its WWW-Authenticate, Location and a body of
 // up to 8 KiB); anything else, no answer within `timeout`, or a reset is `error_status`. The
 // request waits meanwhile, its body held back by the chain's watermarks. Decisions are acted
-// on from a timer of their own, never inside the auth exchange's calls.
+// on from a timer of their own, never inside the auth exchange's calls. With `cache`, a 2xx is
+// remembered for that many seconds for the same question (filters/auth_decision_cache.h).
+#include "filters/auth_decision_cache.h"
 #include "filters/forward_auth_settings.h"
 #include "filters/route_factory.h"
 #include "routing/filter.h"
 #include "server/subrequest.h"
 
+#include <ctime>
 #include <ev.h>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -24,9 +28,16 @@ using routing::FilterStatus;
 
 constexpr size_t kMaxDeniedBody = 8 * 1024;
 
+int64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 class ForwardAuthFilter final : public routing::Filter, server::Subrequest::Receiver {
 public:
-  explicit ForwardAuthFilter(const ForwardAuthSettings& s) : s_(s) {}
+  ForwardAuthFilter(const ForwardAuthSettings& s, AuthDecisionCache* cache)
+      : s_(s), cache_(cache) {}
   ~ForwardAuthFilter() override { stop(); }
 
 private:
@@ -50,6 +61,20 @@ private:
     ask.headers.push_back({"x-forwarded-uri", req.target});
     ask.headers.push_back({"x-forwarded-host", req.authority});
     ask.headers.push_back({"x-forwarded-proto", exchange().over_tls() ? "https" : "http"});
+    if (cache_) {
+      // The question is all the auth service is shown: the same one gets the same answer.
+      key_.clear();
+      for (const auto& h : ask.headers)
+        key_.append(h.name).append(":").append(h.value).append("\n");
+      if (const auto* fields = cache_->find(key_, monotonic_ns())) {
+        s_.counters->count(metrics::AuthResult::CACHED);
+        auto& arena = exchange().arena();
+        for (const auto& [name, value] : *fields)
+          fields_.push_back({arena.copy(name), arena.copy(value)});
+        copy_fields(req);
+        return FilterStatus::CONTINUE;
+      }
+    }
     auto* loop = loop_ = exchange().loop();
     ev_timer_init(&act_, &ForwardAuthFilter::act_cb, 0, 0);
     act_.data = this;
@@ -124,14 +149,15 @@ private:
       std::exchange(sub_, nullptr)->cancel(); // its answer is not needed any more
     if (status_ >= 200 && status_ < 300) {
       s_.counters->count(metrics::AuthResult::ALLOWED);
-      auto& req = exchange().mutable_request();
-      for (const auto& name : s_.copy) {
-        // The client's own value never passes for the auth service's.
-        std::erase_if(req.headers, [&](const http::Header& h) { return h.name == name; });
+      if (cache_) {
+        AuthDecisionCache::Fields copied;
         for (const auto& f : fields_)
-          if (f.name == name)
-            req.headers.push_back(f);
+          for (const auto& name : s_.copy)
+            if (f.name == name)
+              copied.emplace_back(f.name, f.value);
+        cache_->remember(key_, std::move(copied), monotonic_ns());
       }
+      copy_fields(exchange().mutable_request());
       continue_request();
       return;
     }
@@ -156,6 +182,17 @@ private:
     decide_error(status_ < 0 ? "no answer in time, or none at all" : "an answer it cannot use");
   }
 
+  // The `copy` fields of the auth's answer onto the request.
+  void copy_fields(http::RequestHead& req) {
+    for (const auto& name : s_.copy) {
+      // The client's own value never passes for the auth service's.
+      std::erase_if(req.headers, [&](const http::Header& h) { return h.name == name; });
+      for (const auto& f : fields_)
+        if (f.name == name)
+          req.headers.push_back(f);
+    }
+  }
+
   void decide_error(const char* why) {
     s_.counters->count(metrics::AuthResult::ERROR);
     exchange_options().limit = exchange().arena().join({s_.name, " error"});
@@ -174,6 +211,8 @@ private:
   }
 
   const ForwardAuthSettings& s_;
+  AuthDecisionCache* cache_;       // null without `cache`
+  std::string key_;                // the question, when answers are remembered
   struct ev_loop* loop_ = nullptr; // set once the auth is asked: its timers are on it
   server::Subrequest* sub_ = nullptr;
   ev_timer act_{}, deadline_{};
@@ -186,13 +225,17 @@ private:
 
 class ForwardAuthFactory final : public routing::FilterFactory {
 public:
-  explicit ForwardAuthFactory(const ForwardAuthSettings& s) : s_(s) {}
+  explicit ForwardAuthFactory(const ForwardAuthSettings& s)
+      : s_(s),
+        cache_(s.cache > 0 ? std::make_unique<AuthDecisionCache>(s.cache, s.cache_size) : nullptr) {
+  }
   routing::Filter* create(const server::Exchange&) const override {
-    return new ForwardAuthFilter(s_);
+    return new ForwardAuthFilter(s_, cache_.get());
   }
 
 private:
   const ForwardAuthSettings& s_;
+  std::unique_ptr<AuthDecisionCache> cache_; // the worker's: a factory is its worker's
 };
 
 } // namespace

@@ -28,7 +28,9 @@ std::shared_ptr<const void> read_forward_auth(config::Reader& r, const toml::nod
     return nullptr;
   }
   auto s = std::make_shared<ForwardAuthSettings>();
-  r.only_keys(*t, {"name", "path", "headers", "copy", "timeout", "error_status"}, where);
+  r.only_keys(*t,
+              {"name", "path", "headers", "copy", "timeout", "error_status", "cache", "cache_size"},
+              where);
   r.get_string(*t, "name", s->name, where, true);
   if (r.get_string(*t, "path", s->path, where, true) && !s->path.starts_with('/'))
     r.error(t->get("path")->source(), where + ": the auth path begins with '/'");
@@ -43,6 +45,8 @@ std::shared_ptr<const void> read_forward_auth(config::Reader& r, const toml::nod
   }
   r.get_number(*t, "timeout", s->timeout, where, 0.001, 3600);
   r.get_number(*t, "error_status", s->error_status, where, 500, 599);
+  r.get_number(*t, "cache", s->cache, where, 0, 3600);
+  r.get_number(*t, "cache_size", s->cache_size, where, 1, 10'000'000);
   s->counters = &metrics::auth_counters(s->name);
   return s;
 }

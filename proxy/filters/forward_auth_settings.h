@@ -15,6 +15,8 @@ struct ForwardAuthSettings {
   std::vector<std::string> copy; // the auth's answer fields put on the upstream request
   double timeout = 5;            // seconds for the auth's whole answer
   int error_status = 503;        // an answer other than 2xx, 3xx, 401, 403; or none
+  double cache = 0;              // seconds a 2xx is remembered for the same question (0: never)
+  size_t cache_size = 10000;     // questions remembered per worker
   metrics::AuthCounters* counters = nullptr;
 };
 

@@ -32,10 +32,11 @@ LimitCounters& limit_counters(std::string_view name);
 void for_each_limit(const std::function<void(const std::string&, const LimitCounters&)>& f);
 
 // What each named forward auth decided: let through (2xx), denied (its 401, 403 or 3xx passed
-// to the client), error (another answer, none in time, or a reset: error_status).
-enum class AuthResult : uint8_t { ALLOWED, DENIED, ERROR };
-inline constexpr const char* kAuthResults[] = {"allowed", "denied", "error"};
-inline constexpr size_t kAuthResultCount = 3;
+// to the client), error (another answer, none in time, or a reset: error_status), cached (let
+// through by a 2xx remembered for the same question, without asking).
+enum class AuthResult : uint8_t { ALLOWED, DENIED, ERROR, CACHED };
+inline constexpr const char* kAuthResults[] = {"allowed", "denied", "error", "cached"};
+inline constexpr size_t kAuthResultCount = 4;
 
 struct AuthCounters {
   std::atomic<uint64_t> results[kAuthResultCount] = {};

@@ -92,7 +92,8 @@ void append_limit_metrics(std::vector<MetricFamily>& out) {
   auto auth = family("portico_forward_auth_requests_total",
                      "Requests each forward auth decided on: allowed (a 2xx), denied (its "
                      "401, 403 or 3xx passed to the client), error (another answer, none in "
-                     "time, or a reset: error_status).",
+                     "time, or a reset: error_status), cached (let through by a 2xx remembered "
+                     "for the same question).",
                      MetricType::Counter);
   for_each_auth([&](const std::string& name, const AuthCounters& c) {
     for (size_t i = 0; i < kAuthResultCount; ++i) {

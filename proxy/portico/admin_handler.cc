@@ -119,7 +119,7 @@ void AdminHandler::append_limit_tables(std::string& out) {
   };
   table("limits", "\"limit\",\"allowed\",\"delayed\",\"refused\",\"dry run\",\"unchecked\"",
         [](const auto& f) { metrics::for_each_limit(f); });
-  table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\"",
+  table("forward auth", "\"auth\",\"allowed\",\"denied\",\"error\",\"cached\"",
         [](const auto& f) { metrics::for_each_auth(f); });
   table("redis of shared limits",
         "\"redis\",\"answered\",\"errors\",\"late\",\"not sent\",\"workers connected\"",

@@ -3,8 +3,8 @@ asked first. A 2xx lets the request through with the auth's X-User on it (the cl
 dropped); a 401, 403 or 302 goes back to the client as the auth service gave it; an auth that
 hangs, resets, answers 418, or cannot be reached is the error status; an auth that answers 200
 with a huge body lets the request through at once; the auth sees the method, the URI and the
-chosen fields, never the body, which the upstream gets whole; the internal route is not the
-clients'."""
+chosen fields, never the body, which the upstream gets whole; with `cache`, a 2xx is
+remembered for the same question (never a denial); the internal route is not the clients'."""
 import http.client
 import http.server
 import socketserver
@@ -101,6 +101,11 @@ cluster = "auth"
 path_prefix = "/app/"
 cluster = "app"
 forward_auth = {{ name = "sso", path = "/_auth", copy = ["x-user"], timeout = 1 }}
+
+[[route]]
+path_prefix = "/cached/"
+cluster = "app"
+forward_auth = {{ name = "sso-cached", path = "/_auth", copy = ["x-user"], cache = 30 }}
 """
 
 
@@ -180,6 +185,25 @@ class ForwardAuth(unittest.TestCase):
         self.assertNotIn("x-other", fields)
         self.assertNotIn("content-length", fields)
         self.assertEqual(len(self.origin.requests_for("/app/post?q=1")), 1)
+
+    def test_with_cache_a_2xx_is_remembered_for_the_same_question_only(self):
+        def asks(path):
+            with self.auth.lock:
+                return sum(1 for _, _, f in self.auth.seen if f.get("x-forwarded-uri") == path)
+
+        for _ in range(6):
+            status, _, body = self.request("/cached/a?echo=x-user", "good",
+                                           headers={"X-User": "mallory"})
+            self.assertEqual(status, 200)
+            self.assertTrue(body.endswith(b"alice"), body)  # the remembered field, not the client's
+        self.assertLessEqual(asks("/cached/a?echo=x-user"), 2)  # once per worker at most
+        self.assertGreaterEqual(self.proxy.metric("portico_forward_auth_requests_total",
+                                                  auth="sso-cached", result="cached"), 4)
+        self.assertEqual(self.request("/cached/b?echo=x-user", "good")[0], 200)
+        self.assertEqual(asks("/cached/b?echo=x-user"), 1)  # another URI: another question
+        for _ in range(3):  # a denial is never remembered
+            self.assertEqual(self.request("/cached/c", "nobody")[0], 401)
+        self.assertEqual(asks("/cached/c"), 3)
 
     def test_the_internal_route_is_not_the_clients(self):
         self.assertEqual(self.request("/_auth", "good")[0], 404)
