@@ -22,7 +22,7 @@ if [ "$bad" != "0" ]; then
 fi
 
 step "build: RelWithDebInfo"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTICO_DEBUG_INFO=-g1
 ninja -C build -j "$JOBS"
 
 # While a build's tests run, the next build compiles at the lowest priority (nice 19): the tests
@@ -49,7 +49,8 @@ finish_background() { # LOG WHAT: waits for it; on failure shows LOG and fails
 }
 
 mkdir -p build-asan
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=ON > /dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=ON \
+  -DPORTICO_DEBUG_INFO=-g1 > /dev/null
 in_background build-asan/build.log ninja -C build-asan -j "$JOBS"
 
 step "tests: RelWithDebInfo (the ASan+UBSan build compiles meanwhile, niced)"

@@ -31,11 +31,27 @@ bool parse_status_range(const std::string& s, int* min, int* max) {
 void read_cluster(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[cluster]]";
   r.only_keys(t,
-              {"name", "endpoints", "protocol", "max_connections", "queue_timeout",
-               "connect_timeout", "send_timeout", "response_timeout", "idle_timeout",
-               "max_idle_per_endpoint", "retry_on_reset", "retry_non_idempotent",
-               "max_response_header_bytes", "fail_timeout", "h2_connections", "send_proxy_protocol",
-               "tls", "lb", "health_check"},
+              {"name",
+               "endpoints",
+               "protocol",
+               "max_connections",
+               "queue_timeout",
+               "connect_timeout",
+               "send_timeout",
+               "response_timeout",
+               "idle_timeout",
+               "max_idle_per_endpoint",
+               "retry_on_reset",
+               "retry_non_idempotent",
+               "max_response_header_bytes",
+               "fail_timeout",
+               "h2_connections",
+               "send_proxy_protocol",
+               "tls",
+               "lb",
+               "health_check",
+               "outlier_detection",
+               "circuit_breakers"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -87,6 +103,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
       r.error(ht->get("expect")->source(),
               hw + ": expect is a status (\"200\"), a class (\"2xx\") or a range (\"200-399\")");
   }
+  read_outlier_detection(r, t, cl.outlier, cw);
+  read_circuit_breakers(r, t, cl.breakers, cw);
   r.get_enum(t, "lb", kLoadBalancings, cl.lb, cw,
              cw + ": lb is \"least_request\", \"round_robin\" or \"random_two\"");
   if (cl.endpoints.empty())

@@ -102,6 +102,32 @@ struct HealthCheckConfig {
   bool operator==(const HealthCheckConfig&) const = default;
 };
 
+// Envoy's outlier detection ([[cluster]] outlier_detection; upstream/outlier_detector.h): an
+// endpoint answering badly is passed over for a while, decided for every worker at once.
+struct OutlierConfig {
+  bool enabled = false;
+  int consecutive_5xx = 5;            // 5xx answers in a row (0: not this way)
+  int consecutive_gateway_errors = 5; // 502, 503, 504, failed connects, resets, timeouts in a row
+  double interval = 10;               // seconds between success-rate sweeps (and un-ejections)
+  double success_rate_stdev = 1.9;    // ejected below the mean minus this many deviations
+  int success_rate_minimum_hosts = 5; // endpoints with enough requests for a sweep (0: never)
+  int success_rate_request_volume = 100; // requests an endpoint needs in an interval to count
+  double base_ejection_time = 30;        // seconds, times the endpoint's ejections so far
+  double max_ejection_time = 300;        // the most any ejection lasts
+  int max_ejection_percent = 10;         // of the cluster's endpoints out at once (at least one)
+  bool operator==(const OutlierConfig&) const = default;
+};
+
+// Envoy's circuit breakers ([[cluster]] circuit_breakers): counts of the whole process; a
+// request past one is answered 503 at once (a retry past max_retries is not made).
+struct BreakerConfig {
+  bool enabled = false;
+  int max_pending = 0;  // requests waiting for a connection (0: no limit)
+  int max_requests = 0; // requests in flight to the cluster
+  int max_retries = 0;  // retries in flight
+  bool operator==(const BreakerConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
@@ -127,6 +153,8 @@ struct ClusterConfig {
   // over TLS here); the handshake counts in connect_timeout.
   ClusterTlsConfig tls;
   HealthCheckConfig health_check;
+  OutlierConfig outlier;
+  BreakerConfig breakers;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

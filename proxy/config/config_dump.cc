@@ -183,6 +183,23 @@ std::string dump_config(const Config& c) {
                                            {"expect", std::to_string(h.expect_min) + "-" +
                                                           std::to_string(h.expect_max)}});
     }
+    if (k.outlier.enabled) {
+      const auto& o = k.outlier;
+      t.insert("outlier_detection",
+               toml::table{{"consecutive_5xx", o.consecutive_5xx},
+                           {"consecutive_gateway_errors", o.consecutive_gateway_errors},
+                           {"interval", o.interval},
+                           {"success_rate_stdev", o.success_rate_stdev},
+                           {"success_rate_minimum_hosts", o.success_rate_minimum_hosts},
+                           {"success_rate_request_volume", o.success_rate_request_volume},
+                           {"base_ejection_time", o.base_ejection_time},
+                           {"max_ejection_time", o.max_ejection_time},
+                           {"max_ejection_percent", o.max_ejection_percent}});
+    }
+    if (k.breakers.enabled)
+      t.insert("circuit_breakers", toml::table{{"max_pending", k.breakers.max_pending},
+                                               {"max_requests", k.breakers.max_requests},
+                                               {"max_retries", k.breakers.max_retries}});
     clusters.push_back(std::move(t));
   }
   root.insert("cluster", std::move(clusters));

@@ -16,6 +16,12 @@ void check_key_pair(Reader& r, const toml::node* cert_at, const std::string& cer
                     const toml::node* key_at, const std::string& key);
 void read_metrics(Reader& r, const toml::table& t, MetricsConfig& m);
 void read_cluster(Reader& r, const toml::table& t, Config& c);
+// A cluster's outlier_detection table, when it has one (cluster_policy_section.cc).
+void read_outlier_detection(Reader& r, const toml::table& cluster, OutlierConfig& o,
+                            const std::string& where);
+// A cluster's circuit_breakers table, when it has one (cluster_policy_section.cc).
+void read_circuit_breakers(Reader& r, const toml::table& cluster, BreakerConfig& b,
+                           const std::string& where);
 // After every cluster: routes name theirs.
 // settings: the keys filters claim (config/route_settings.h).
 void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings);

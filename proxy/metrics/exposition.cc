@@ -1,6 +1,7 @@
 #include "metrics/exposition.h"
 
 #include "core/block_pool.h"
+#include "metrics/cluster_policy_exposition.h"
 #include "metrics/limit_counters.h"
 #include "metrics/limit_exposition.h"
 #include "metrics/metric_family.h"
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <ev.h>
 #include <map>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
@@ -531,6 +533,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   append_compression_metrics(out, shards);
   append_cache_metrics(out, shards);
   append_limit_metrics(out);
+  append_cluster_policy_metrics(out, ev_time());
   append_server_metrics(out, shards, servers);
   append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);

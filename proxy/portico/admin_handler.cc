@@ -1,6 +1,7 @@
 #include "portico/admin_handler.h"
 
 #include "core/json_escape.h"
+#include "metrics/cluster_policy_counters.h"
 #include "metrics/dashboard_page.h"
 #include "metrics/exposition.h"
 #include "metrics/limit_counters.h"
@@ -77,11 +78,14 @@ std::string AdminHandler::stats_json(double now, uint64_t since) const {
     core::append_json_string(out, "cluster " + c.name);
     out += ",\"columns\":[\"endpoint\",\"health\",\"in flight\",\"idle\",\"busy\","
            "\"queue\"],\"rows\":[";
+    auto outliers = c.outlier.enabled ? metrics::find_outlier_counters(c.name) : nullptr;
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
       metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
       out += e ? ",[" : "[";
       core::append_json_string(out, c.endpoints[e]);
-      out += !t.up()                                 ? ",\"down\""
+      bool ejected = outliers && e < outliers->endpoints.size() && outliers->ejected(e, now);
+      out += ejected                                 ? ",\"ejected\""
+             : !t.up()                               ? ",\"down\""
              : c.health_check.enabled && t.unhealthy ? ",\"failing checks\""
                                                      : ",\"up\"";
       out += "," + std::to_string(t.busy + t.waiting) + "," + std::to_string(t.idle) + "," +
@@ -209,11 +213,14 @@ std::string AdminHandler::status_json(double now) const {
     core::append_json_string(out, c.name);
     out += ",\"max_connections\":" + std::to_string(c.max_connections);
     out += ",\"endpoints\":[";
+    auto outliers = c.outlier.enabled ? metrics::find_outlier_counters(c.name) : nullptr;
     for (size_t e = 0; e < c.endpoints.size(); ++e) {
       metrics::EndpointTotals t = metrics::endpoint_totals(shards, i, e);
       out += e ? ",{\"address\":" : "{\"address\":";
       core::append_json_string(out, c.endpoints[e]);
       out += t.up() ? ",\"health\":\"up\"" : ",\"health\":\"down\"";
+      if (outliers && e < outliers->endpoints.size())
+        out += outliers->ejected(e, now) ? ",\"ejected\":true" : ",\"ejected\":false";
       if (c.health_check.enabled)
         out += t.unhealthy ? ",\"health_check\":\"failing\"" : ",\"health_check\":\"passing\"";
       out += ",\"connect_failures\":" + std::to_string(t.connect_failures);

@@ -72,6 +72,8 @@ void ProxiedExchange::answer(server::Exchange& ex, const Route& route, const Rou
 }
 
 ProxiedExchange::~ProxiedExchange() {
+  for (size_t b = 0; b < metrics::kBreakerCount; ++b)
+    leave(static_cast<metrics::Breaker>(b));
   delete chain_;
   if (pool_)
     pool_->release();
@@ -219,13 +221,56 @@ void ProxiedExchange::go_upstream() {
     fail(502); // the configuration gives every route a cluster or an answer: never here
     return;
   }
+  if (!enter(metrics::Breaker::MAX_REQUESTS)) {
+    overflow(metrics::Breaker::MAX_REQUESTS);
+    return;
+  }
   pool_ = &cluster_->pick();
   pool_->hold();
   phase_at_ = record_.started_at;
-  pool_->acquire(this, false);
+  acquire(false);
+}
+
+bool ProxiedExchange::acquire(bool retry) {
+  pool_->acquire(this, retry);
+  if (!queued)
+    return true; // a connection, or already an answer
+  if (enter(metrics::Breaker::MAX_PENDING))
+    return true;
+  pool_->cancel(this);
+  overflow(metrics::Breaker::MAX_PENDING);
+  return false;
+}
+
+bool ProxiedExchange::enter(metrics::Breaker b) {
+  uint8_t bit = uint8_t(1) << static_cast<int>(b);
+  if (breakers_held_ & bit)
+    return true;
+  if (!cluster_->enter(b))
+    return false;
+  breakers_held_ |= bit;
+  return true;
+}
+
+void ProxiedExchange::leave(metrics::Breaker b) {
+  uint8_t bit = uint8_t(1) << static_cast<int>(b);
+  if (!(breakers_held_ & bit))
+    return;
+  breakers_held_ &= static_cast<uint8_t>(~bit);
+  cluster_->leave(b);
+}
+
+void ProxiedExchange::overflow(metrics::Breaker b) {
+  static constexpr std::string_view kWhy[] = {"breaker max_pending", "breaker max_requests",
+                                              "breaker max_retries"};
+  options_.limit = kWhy[static_cast<size_t>(b)];
+  log_failure(503, kWhy[static_cast<size_t>(b)].data());
+  const http::Header field{"x-portico-overflow", metrics::kBreakers[static_cast<size_t>(b)]};
+  fail(503, {}, {&field, 1});
 }
 
 void ProxiedExchange::stop_upstream() {
+  leave(metrics::Breaker::MAX_PENDING);
   if (queued)
     pool_->cancel(this);
   if (up_) {
@@ -235,6 +280,7 @@ void ProxiedExchange::stop_upstream() {
 }
 
 void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
+  leave(metrics::Breaker::MAX_PENDING);
   set_state(State::REQUEST);
   up_ = &up;
   double now = ev_time();
@@ -319,6 +365,7 @@ void ProxiedExchange::send_response_head(int status, int64_t content_length,
 
 void ProxiedExchange::response_began(int status) {
   set_state(State::RESPONSE);
+  cluster_->outcome(*pool_, status);
   record_.answered(status, metrics::AnsweredBy::UPSTREAM);
   record_.first_byte = ev_time() - phase_at_;
   if (up_ && up_->first_on_connection())
@@ -407,6 +454,8 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
     ex_.abort(); // the client must see a cut response, never a clean short one
     return;
   }
+  if (e != upstream::UpstreamError::LOCAL_RESOURCES) // the proxy's shortage, not the endpoint's
+    cluster_->outcome(*pool_, 0);
   const auto& cfg = cluster_->config();
   std::optional<RetryReason> why =
       retried_
@@ -424,6 +473,13 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
     fail(status_for(e));
     return;
   }
+  if (!enter(metrics::Breaker::MAX_RETRIES)) {
+    // Envoy's retry overflow: the error stands, the retry is not made.
+    options_.limit = "breaker max_retries";
+    log_failure(status_for(e), "breaker max_retries: not retried");
+    fail(status_for(e));
+    return;
+  }
   retried_ = true;
   set_state(State::WAITING);
   pool_->metrics().errors.retried().inc();
@@ -432,10 +488,11 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   pool_->release();
   pool_ = next;
   phase_at_ = ev_time();
-  pool_->acquire(this, true);
+  acquire(true);
 }
 
-void ProxiedExchange::fail(int status, std::string_view body) {
+void ProxiedExchange::fail(int status, std::string_view body,
+                           std::span<const http::Header> fields) {
   if (state_ != State::FINISHED)
     set_state(State::FINISHED);
   record_.answered(status, metrics::AnsweredBy::PROXY);
@@ -450,9 +507,9 @@ void ProxiedExchange::fail(int status, std::string_view body) {
   }
   // Each may close the exchange.
   if (chain_)
-    chain_->local_reply(LocalReply{status, "text/plain", body, {}});
+    chain_->local_reply(LocalReply{status, "text/plain", body, fields});
   else
-    ex_.respond(status, "text/plain", body);
+    ex_.respond(status, "text/plain", body, fields);
 }
 
 void ProxiedExchange::log_failure(int status, const char* what) const {

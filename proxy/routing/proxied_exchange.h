@@ -8,6 +8,7 @@
 #include "core/byte_queue.h"
 #include "core/deferred_queue.h"
 #include "core/small_allocator.h"
+#include "metrics/cluster_policy_counters.h"
 #include "routing/exchange_record.h"
 #include "routing/filter_chain.h"
 #include "routing/route.h"
@@ -89,6 +90,7 @@ private:
   void on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) override;
   void on_upstream_writable() override { hold_client(kHeldByUpstream, false); }
   void on_queue_timeout() override {
+    leave(metrics::Breaker::MAX_PENDING);
     log_failure(503, "queue_timeout (every connection busy at max_connections)");
     fail(503);
   }
@@ -97,13 +99,21 @@ private:
   void set_state(State next);
   // The head passed the filters: a pool, and a place in its queue.
   void go_upstream();
+  // A connection of pool_ for this request (retry: a second try), or a place in its queue, a
+  // place under max_pending with it; false when the request was refused (a full breaker).
+  bool acquire(bool retry);
+  // The cluster's circuit breakers: the places this request holds.
+  bool enter(metrics::Breaker b);
+  void leave(metrics::Breaker b);
+  // A breaker was full: 503 at once, x-portico-overflow saying which.
+  void overflow(metrics::Breaker b);
   // Request bytes for the upstream (held meanwhile, and for a retry), and the request's end.
   void upstream_body(std::string_view data);
   void upstream_end();
   void keep_trailers(std::span<const http::Header> trailers);
   // The upstream part ends here: out of the pool's queue, off its stream.
   void stop_upstream();
-  void fail(int status, std::string_view body = {});
+  void fail(int status, std::string_view body = {}, std::span<const http::Header> fields = {});
   // The error log's line for a request failed here (routing/failure_log.h).
   void log_failure(int status, const char* what) const;
   // The upstream's response head came: the exchange's state, its status and timings.
@@ -156,6 +166,7 @@ private:
   bool request_ended_ = false;
   bool request_had_trailers_ = false;
   bool retried_ = false;
+  uint8_t breakers_held_ = 0; // a bit per metrics::Breaker this request holds a place under
   bool closed_ = false;
   uint8_t client_held_ = 0;
   bool upstream_paused_ = false;

@@ -4,12 +4,15 @@
 
 namespace portico::server {
 
-void Exchange::respond(int status, std::string_view content_type, std::string_view body) {
+void Exchange::respond(int status, std::string_view content_type, std::string_view body,
+                       std::span<const http::Header> more) {
   http::ResponseHead head;
   head.status = status;
   head.content_length = static_cast<int64_t>(body.size());
   if (!content_type.empty())
     head.add("content-type", content_type);
+  for (const auto& f : more)
+    head.add(f.name, f.value);
   send_head(head);
   if (!body.empty() && !request_.is_head())
     send_body(body);

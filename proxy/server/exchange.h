@@ -108,8 +108,9 @@ public:
   // access log: what was sent, not what the upstream gave.
   uint64_t body_bytes_sent() const { return body_bytes_sent_; }
 
-  // A whole small response in one call.
-  void respond(int status, std::string_view content_type, std::string_view body);
+  // A whole small response in one call; more: fields besides Content-Type.
+  void respond(int status, std::string_view content_type, std::string_view body,
+               std::span<const http::Header> more = {});
   // The handler the request was given to (the worker's router), for a request the proxy
   // makes of itself (detached_exchange.h); null where none is known.
   RequestHandler* handler() const { return handler_; }

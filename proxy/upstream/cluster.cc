@@ -34,6 +34,10 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
       rng_(0x9e3779b97f4a7c15ull * static_cast<uint64_t>(worker_index + 1)) {
   ev_init(&sweep_, sweep_cb);
   sweep_.data = this;
+  if (cfg.outlier.enabled)
+    outliers_ = OutlierDetector::of(cfg);
+  if (cfg.breakers.enabled)
+    breakers_ = &metrics::breaker_counters(cfg.name);
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
     add_pool(*core::parse_endpoint(cfg.endpoints[i]), i); // validated with the config
     if (!pools_.back()->has_address()) {
@@ -60,6 +64,9 @@ UpstreamPool& Cluster::add_pool(const core::EndpointSpec& spec, size_t endpoint)
                                                   metrics_.endpoints[endpoint], tls_));
   endpoint_of_.push_back(endpoint);
   pools_.back()->weight = endpoint < cfg_.weights.size() ? cfg_.weights[endpoint] : 1;
+  pools_.back()->endpoint_index = endpoint;
+  if (outliers_)
+    pools_.back()->ejected_until = &outliers_->ejected_until(endpoint);
   return *pools_.back();
 }
 
@@ -116,6 +123,9 @@ void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> address
       pools_.push_back(std::make_unique<UpstreamPool>(loop_, deferred_, spec, cfg_, limit_,
                                                       metrics_, metrics_.endpoints[index], tls_));
       pools_.back()->set_address(addresses[a]);
+      pools_.back()->endpoint_index = index;
+      if (outliers_)
+        pools_.back()->ejected_until = &outliers_->ejected_until(index);
       endpoint_of_.push_back(index);
       ++added;
     }

@@ -7,6 +7,7 @@
 // new request; its pool goes once the requests on it have finished. Requests wait in the
 // name's first pool until a first answer arrives.
 #include "config/config.h"
+#include "upstream/outlier_detector.h"
 #include "upstream/upstream_pool.h"
 
 #include <memory>
@@ -29,6 +30,35 @@ public:
   Cluster& operator=(const Cluster&) = delete;
 
   UpstreamPool& pick();
+  // Takes a place under circuit breaker b, if the cluster has such a limit; false (counted as
+  // an overflow) when it is full. A place taken is given back with leave(b).
+  bool enter(metrics::Breaker b) {
+    int limit = limit_of(b);
+    if (limit <= 0)
+      return true;
+    auto i = static_cast<size_t>(b);
+    if (breakers_->open[i].fetch_add(1, std::memory_order_relaxed) >= limit) {
+      breakers_->open[i].fetch_sub(1, std::memory_order_relaxed);
+      breakers_->overflows[i].fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    return true;
+  }
+  void leave(metrics::Breaker b) {
+    if (limit_of(b) > 0)
+      breakers_->open[static_cast<size_t>(b)].fetch_sub(1, std::memory_order_relaxed);
+  }
+  // An attempt on p ended: its status (100-599), or 0 for a gateway error of the endpoint's
+  // (a failed connect, a reset, a timeout). For outlier detection, when the cluster has it.
+  void outcome(const UpstreamPool& p, int status) {
+    if (outliers_)
+      outliers_->record(p.endpoint_index,
+                        status == 0 || status == 502 || status == 503 || status == 504
+                            ? OutlierDetector::Outcome::GATEWAY_ERROR
+                        : status >= 500 ? OutlierDetector::Outcome::FAILURE_5XX
+                                        : OutlierDetector::Outcome::SUCCESS,
+                        ev_now(loop_));
+  }
   const config::ClusterConfig& config() const { return cfg_; }
   // The pools requests may go to; those of removed addresses are not among them.
   const std::vector<std::unique_ptr<UpstreamPool>>& pools() const { return pools_; }
@@ -70,6 +100,15 @@ private:
   std::vector<std::unique_ptr<NameRefresh>> refresh_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks
   size_t next_ = 0;
+  std::shared_ptr<OutlierDetector> outliers_;    // the process's, with outlier_detection
+  metrics::BreakerCounters* breakers_ = nullptr; // the process's, with circuit_breakers
+  int limit_of(metrics::Breaker b) const {
+    if (!breakers_)
+      return 0;
+    return b == metrics::Breaker::MAX_PENDING    ? cfg_.breakers.max_pending
+           : b == metrics::Breaker::MAX_REQUESTS ? cfg_.breakers.max_requests
+                                                 : cfg_.breakers.max_retries;
+  }
 };
 
 } // namespace portico::upstream

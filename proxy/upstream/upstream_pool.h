@@ -14,6 +14,7 @@
 #include "upstream/upstream_stream_listener.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <ev.h>
 #include <memory>
@@ -91,7 +92,14 @@ public:
   // say: log the failure (false when the caller said it with more detail).
   void note_connect_failed(UpstreamError e, bool say = true);
   void note_connected();
-  bool available(double now) const { return connect_failures_ == 0 || now >= down_until_; }
+  bool available(double now) const {
+    return (connect_failures_ == 0 || now >= down_until_) &&
+           (!ejected_until || now >= ejected_until->load(std::memory_order_relaxed));
+  }
+  // Outlier detection's verdict on this endpoint (upstream/outlier_detector.h), when the
+  // cluster has it: passed over until then, by every worker.
+  const std::atomic<double>* ejected_until = nullptr;
+  size_t endpoint_index = 0; // its index in the cluster's endpoints
   // Active health ([[cluster]] health_check): true when not checked, or passing.
   bool healthy() const;
   void note_health(bool healthy); // from the checker: the gauges follow

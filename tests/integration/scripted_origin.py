@@ -1,0 +1,48 @@
+"""An HTTP/1.1 origin whose n-th request gets what behaviour(n) says: a status, or (status,
+seconds to wait first), or ("reset", seconds): the connection closed with no answer after that
+long. Its body is "NAME STATUS". Counts requests; threaded, so slow answers overlap."""
+import http.server
+import socketserver
+import threading
+import time
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        o = self.server.owner
+        with o.lock:
+            o.requests += 1
+            n = o.requests
+        what = o.behaviour(n)
+        status, delay = what if isinstance(what, tuple) else (what, 0)
+        if delay:
+            time.sleep(delay)  # the origin's scripted slowness, not a synchronisation
+        if status == "reset":
+            self.close_connection = True
+            return
+        body = f"{o.name} {status}\n".encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class ScriptedOrigin:
+    def __init__(self, name, behaviour):
+        self.name, self.behaviour = name, behaviour
+        self.requests = 0
+        self.lock = threading.Lock()
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.server.owner = self
+        self.endpoint = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
