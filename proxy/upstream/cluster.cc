@@ -123,6 +123,7 @@ void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> address
       pools_.push_back(std::make_unique<UpstreamPool>(loop_, deferred_, spec, cfg_, limit_,
                                                       metrics_, metrics_.endpoints[index], tls_));
       pools_.back()->set_address(addresses[a]);
+      pools_.back()->weight = index < cfg_.weights.size() ? cfg_.weights[index] : 1;
       pools_.back()->endpoint_index = index;
       if (outliers_)
         pools_.back()->ejected_until = &outliers_->ejected_until(index);

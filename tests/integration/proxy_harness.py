@@ -30,6 +30,13 @@ def toml_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def endpoint_toml(e):
+    """An endpoint as the cluster lists it: "ADDRESS", or (ADDRESS, WEIGHT)."""
+    if isinstance(e, tuple):
+        return f"{{ address = {toml_string(e[0])}, weight = {e[1]} }}"
+    return toml_string(e)
+
+
 class Proxy:
     """portico with one HTTP/1.1+h2c listener, optionally a TLS listener, one cluster."""
 
@@ -91,7 +98,7 @@ class Proxy:
             lines += [f"{k} = {v}" for k, v in (tls_listener_options or {}).items()]
         lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
                   "[[cluster]]", 'name = "app"',
-                  "endpoints = [" + ", ".join(toml_string(e) for e in endpoints) + "]"]
+                  "endpoints = [" + ", ".join(endpoint_toml(e) for e in endpoints) + "]"]
         for k, v in (cluster_options or {}).items():
             lines.append(f"{k} = {v}")
         lines += ["", routes_first]

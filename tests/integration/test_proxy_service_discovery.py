@@ -24,8 +24,8 @@ class ServiceDiscovery(unittest.TestCase):
         self.dns = FakeDns(ttl=1)
         self.addCleanup(self.dns.stop)
 
-    def proxy(self, endpoints):
-        p = Proxy(endpoints, workers=1,
+    def proxy(self, endpoints, cluster_options=None):
+        p = Proxy(endpoints, workers=1, cluster_options=cluster_options,
                   server_options={"resolvers": f"[{toml_string(self.dns.address)}]"})
         self.addCleanup(p.stop)
         return p
@@ -70,6 +70,19 @@ class ServiceDiscovery(unittest.TestCase):
                    what="both addresses of the name and the literal one")
         status = harness.http_get(p.admin_port, "/status")[1].decode()
         self.assertIn(f'"address":"two.test:{self.port}"', status)
+
+    def test_every_address_of_a_name_has_its_weight(self):
+        # A name of weight 3 with two addresses and a literal one of weight 1: 3:3:1. The
+        # addresses an answer added used to get weight 1 (3:1:1).
+        self.dns.set("heavy.test", ["127.0.0.1", "127.0.0.2"])
+        p = self.proxy([(f"heavy.test:{self.port}", 3), f"127.0.0.4:{self.port}"],
+                       cluster_options={"lb": '"round_robin"'})
+        wait_until(lambda: len(self.seen(p)) == 3, timeout=15, what="every address in use")
+        counts = {}
+        for _ in range(70):
+            who = harness.http_get(p.port, "/x")[1].decode()
+            counts[who] = counts.get(who, 0) + 1
+        self.assertEqual(counts, {"127.0.0.1": 30, "127.0.0.2": 30, "127.0.0.4": 10})
 
 
 if __name__ == "__main__":
