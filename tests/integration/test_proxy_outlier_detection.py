@@ -2,11 +2,13 @@
 every worker at once, comes back on its own after base_ejection_time, and is ejected again for
 twice as long; 500s in a row count as 5xx, not as gateway errors; no more than
 max_ejection_percent of the endpoints are out at once; an endpoint whose success rate is far
-below the others' is ejected by the interval's sweep; with every endpoint ejected, requests
+below the others' is ejected by the interval's sweep; one flapping every second is out while it
+fails; with every endpoint ejected, requests
 still go to them (panic mode, as with health checks). Metrics, /status, the dashboard and the
 error log say so."""
 import http.client
 import json
+import time
 import unittest
 
 import harness
@@ -108,6 +110,31 @@ class OutlierDetection(unittest.TestCase):
         seen = flaky.requests
         self.assertEqual({get(self.proxy.port)[0] for _ in range(20)}, {200})
         self.assertEqual(flaky.requests, seen)
+
+    def test_an_endpoint_flapping_every_second_is_taken_out_while_it_fails(self):
+        # 503 through every even second, 200 through every odd one: ejected in its bad
+        # seconds, back in its good ones; the clients see far fewer errors than it gives.
+        self.start([("flapping", lambda n: 503 if int(time.time()) % 2 == 0 else 200),
+                    ("good1", lambda n: 200), ("good2", lambda n: 200)],
+                   "{ consecutive_gateway_errors = 2, base_ejection_time = 0.5, "
+                   "max_ejection_time = 1, interval = 0.2 }")
+        flapping = self.origins[0]
+        statuses = []
+        end = time.monotonic() + 5  # the load's length: five of its periods' halves
+        while time.monotonic() < end:
+            statuses.append(get(self.proxy.port)[0])
+        ejections = self.ejections(flapping, "consecutive_gateway_errors")
+        self.assertGreaterEqual(ejections, 2)
+        errors = statuses.count(503)
+        print(f"\nflapping endpoint: {errors} errors of {len(statuses)} requests, "
+              f"{ejections:.0f} ejections")
+        # Without ejection a third of the requests would meet its bad half: about 1 in 6.
+        # With it, each ejection costs the errors in a row that make it (two; three when the
+        # other worker had one under way), and a return into a bad second as many again.
+        self.assertLessEqual(errors, 3 * ejections + 3, f"{errors} of {len(statuses)}")
+        self.assertLess(errors, len(statuses) / 8, f"{errors} of {len(statuses)}")
+        self.assertEqual(set(statuses), {200, 503})
+        self.assertIn("back from its ejection", self.proxy.read_log())
 
     def test_with_every_endpoint_ejected_requests_still_go_to_them(self):
         self.start([("bad1", lambda n: 503), ("bad2", lambda n: 503)],
