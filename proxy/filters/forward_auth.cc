@@ -8,13 +8,13 @@
 // request waits meanwhile, its body held back by the chain's watermarks. Decisions are acted
 // on from a timer of their own, never inside the auth exchange's calls. With `cache`, a 2xx is
 // remembered for that many seconds for the same question (filters/auth_decision_cache.h).
+#include "core/monotonic_clock.h"
 #include "filters/auth_decision_cache.h"
 #include "filters/forward_auth_settings.h"
 #include "filters/route_factory.h"
 #include "routing/filter.h"
 #include "server/subrequest.h"
 
-#include <ctime>
 #include <ev.h>
 #include <memory>
 #include <utility>
@@ -27,12 +27,6 @@ namespace {
 using routing::FilterStatus;
 
 constexpr size_t kMaxDeniedBody = 8 * 1024;
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 class ForwardAuthFilter final : public routing::Filter, server::Subrequest::Receiver {
 public:
@@ -66,7 +60,7 @@ private:
       key_.clear();
       for (const auto& h : ask.headers)
         key_.append(h.name).append(":").append(h.value).append("\n");
-      if (const auto* fields = cache_->find(key_, monotonic_ns())) {
+      if (const auto* fields = cache_->find(key_, core::monotonic_ns())) {
         s_.counters->count(metrics::AuthResult::CACHED);
         auto& arena = exchange().arena();
         for (const auto& [name, value] : *fields)
@@ -155,7 +149,7 @@ private:
           for (const auto& name : s_.copy)
             if (f.name == name)
               copied.emplace_back(f.name, f.value);
-        cache_->remember(key_, std::move(copied), monotonic_ns());
+        cache_->remember(key_, std::move(copied), core::monotonic_ns());
       }
       copy_fields(exchange().mutable_request());
       continue_request();

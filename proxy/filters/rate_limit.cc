@@ -7,12 +7,12 @@
 // through the worker's allowance of it (limits/shared_limiter.h); a request waits for Redis
 // only when that allowance is empty. A dry run only counts. Runs before every other filter: a
 // refused request costs no cache lookup, no upstream.
+#include "core/monotonic_clock.h"
 #include "filters/rate_limit_settings.h"
 #include "filters/route_factory.h"
 #include "routing/filter.h"
 
 #include <cmath>
-#include <ctime>
 #include <ev.h>
 #include <memory>
 #include <vector>
@@ -22,12 +22,6 @@ namespace portico::filters {
 namespace {
 
 using routing::FilterStatus;
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 int64_t seconds_up(int64_t ns) {
   return std::max<int64_t>(1, (ns + 999'999'999) / 1'000'000'000);
@@ -51,7 +45,7 @@ private:
   FilterStatus run(size_t i) {
     thread_local std::string key;
     std::string_view client = exchange_options().client;
-    int64_t now = monotonic_ns();
+    int64_t now = core::monotonic_ns();
     for (; i < settings_.limits.size(); ++i) {
       const auto& l = settings_.limits[i];
       if (!l.exempt.empty() && core::in_any(l.exempt, client))

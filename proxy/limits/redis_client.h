@@ -55,6 +55,8 @@ public:
   // never called). h lives until then.
   bool call(int argc, const char** argv, const size_t* lengths, RedisReplyHandler* h);
   const RedisAddress& address() const { return address_; }
+  // What became of a command, in this Redis' counters (a caller's deadline: TIMEOUT).
+  void count(metrics::StoreResult r) { counters_.count(r); }
 
 private:
   enum State { DOWN, CONNECTING, UP };

@@ -1,4 +1,5 @@
 #include "limits/shared_limiter.h"
+#include "core/monotonic_clock.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -6,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 namespace portico::limits {
@@ -49,12 +49,6 @@ const std::string& script_sha() {
     return hex;
   }();
   return sha;
-}
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 } // namespace
@@ -138,7 +132,7 @@ SharedLimiter::SharedLimiter(struct ev_loop* loop, const SharedSettings& s, int6
                              int64_t burst, metrics::LimitCounters* counters)
     : loop_(loop), settings_(s),
       redis_(RedisClient::of(loop, s.redis, std::max(0.25, 4 * s.timeout_s))), counters_(counters),
-      interval_ns_(interval_ns), burst_(burst),
+      interval_ns_(interval_ns),
       batch_(s.batch > 0
                  ? s.batch
                  : std::clamp<int64_t>(20'000'000 / std::max<int64_t>(interval_ns, 1), 1, 1000)),
@@ -154,7 +148,7 @@ SharedLimiter::SharedLimiter(struct ev_loop* loop, const SharedSettings& s, int6
 SharedLimiter::~SharedLimiter() = default;
 
 SharedLimiter::Answer SharedLimiter::take(std::string_view key, uint64_t hash, Waiter* w) {
-  int64_t now = monotonic_ns();
+  int64_t now = core::monotonic_ns();
   bool evicted = false;
   Lease* l = leases_.find(hash, now, evicted);
   if (evicted)
@@ -197,7 +191,7 @@ bool SharedLimiter::ask(Lease& l, std::string_view redis_key, int64_t want) {
 }
 
 void SharedLimiter::granted(Ask& a, int64_t got, int64_t wait_us) {
-  int64_t now = monotonic_ns();
+  int64_t now = core::monotonic_ns();
   Lease* l = leases_.existing(a.key);
   if (!l)
     return; // the key's slot went to another key: what Redis granted is not used
@@ -219,7 +213,7 @@ void SharedLimiter::granted(Ask& a, int64_t got, int64_t wait_us) {
 
 void SharedLimiter::failed(Ask& a, metrics::StoreResult why) {
   if (why == metrics::StoreResult::TIMEOUT)
-    metrics::store_counters(settings_.redis.text).count(why);
+    redis_->count(why);
   Lease* l = leases_.existing(a.key);
   if (!l || l->asking != &a)
     return; // a late failure of an ask already given up: its waiters were decided
@@ -237,7 +231,7 @@ void SharedLimiter::failed(Ask& a, metrics::StoreResult why) {
 // asks for more for them. Decided after the lease is left as it should be: a waiter's
 // decided() may take again.
 void SharedLimiter::serve(Lease& l, const Ask& a) {
-  int64_t now = monotonic_ns();
+  int64_t now = core::monotonic_ns();
   std::vector<std::pair<Waiter*, Answer>> ready; // decided() may reach here again
   while (l.head && l.usable(now) > 0) {
     --l.tokens;

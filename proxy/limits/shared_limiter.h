@@ -73,7 +73,7 @@ private:
   const SharedSettings& settings_;
   std::shared_ptr<RedisClient> redis_;
   metrics::LimitCounters* counters_;
-  int64_t interval_ns_, burst_, batch_;
+  int64_t interval_ns_, batch_;
   std::string interval_us_, cap_us_; // the script's arguments
   LeaseTable leases_;
 };
