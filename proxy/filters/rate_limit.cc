@@ -160,7 +160,7 @@ private:
   }
 
   void on_exchange_close() override {
-    if (waiting && waiting_on_ < limiters_.size() && limiters_[waiting_on_])
+    if (waiting_on_ < limiters_.size() && limiters_[waiting_on_])
       limiters_[waiting_on_]->cancel(this);
     if (ev_is_active(&timer_))
       ev_timer_stop(exchange().loop(), &timer_);

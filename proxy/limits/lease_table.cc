@@ -4,32 +4,6 @@
 
 namespace portico::limits {
 
-void Lease::wait(LeaseWaiter* w) {
-  w->next = nullptr;
-  w->prev = tail;
-  (tail ? tail->next : head) = w;
-  tail = w;
-  w->waiting = true;
-  ++waiting;
-}
-
-void Lease::unwait(LeaseWaiter* w) {
-  if (!w->waiting)
-    return;
-  (w->prev ? w->prev->next : head) = w->next;
-  (w->next ? w->next->prev : tail) = w->prev;
-  w->next = w->prev = nullptr;
-  w->waiting = false;
-  --waiting;
-}
-
-LeaseWaiter* Lease::pop() {
-  LeaseWaiter* w = head;
-  if (w)
-    unwait(w);
-  return w;
-}
-
 LeaseTable::LeaseTable(size_t slots)
     : slots_(new Lease[std::bit_ceil(std::max(slots, kProbe))]),
       mask_(std::bit_ceil(std::max(slots, kProbe)) - 1) {}
@@ -59,15 +33,14 @@ Lease* LeaseTable::find(uint64_t key, int64_t now_ns, bool& evicted) {
     // Every probed slot is busy; one whose only claim is an unspent allowance gives it up.
     for (size_t i = 0; i < kProbe && !free; ++i) {
       Lease& l = slots_[(key + i) & mask_];
-      if (!l.asking && !l.head && now_ns >= l.empty_until_ns)
+      if (!l.asking && l.waiters.empty() && now_ns >= l.empty_until_ns)
         free = &l;
     }
     if (!free)
       return nullptr;
     evicted = true;
   }
-  *free = Lease{};
-  free->key = key;
+  free->reset(key);
   return free;
 }
 

@@ -8,6 +8,8 @@
 // keeping: no allowance left (or its lease has expired), nothing asked of Redis, no request
 // waiting, no refusal still running. When every probed slot is busy the request has no slot
 // (the caller decides it as it decides one Redis did not answer, and counts an eviction).
+#include "core/intrusive_list.h"
+
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -15,11 +17,9 @@
 
 namespace portico::limits {
 
-// A request waiting for its key's allowance (a rate limit filter); linked into its lease.
+// A request waiting for its key's allowance (a rate limit filter), in its lease's list.
 struct LeaseWaiter {
-  LeaseWaiter* next = nullptr;
-  LeaseWaiter* prev = nullptr;
-  bool waiting = false;
+  core::ListHook<LeaseWaiter> hook;
 };
 
 struct Lease {
@@ -28,18 +28,20 @@ struct Lease {
   int64_t expires_ns = 0;       // unspent tokens are given up then
   int64_t empty_until_ns = 0;   // Redis had none left: refused until then once tokens run out
   const void* asking = nullptr; // the request for more on its way to Redis, if one is
-  int64_t waiting = 0;
-  int32_t misses = 0;          // answers in a row that granted nothing: other workers take the rate
-  LeaseWaiter* head = nullptr; // oldest first
-  LeaseWaiter* tail = nullptr;
+  int32_t misses = 0; // answers in a row that granted nothing: other workers take the rate
+  core::IntrusiveList<LeaseWaiter, &LeaseWaiter::hook> waiters; // oldest first
 
   int64_t usable(int64_t now_ns) const { return now_ns < expires_ns ? tokens : 0; }
   bool busy(int64_t now_ns) const {
-    return asking || head || usable(now_ns) > 0 || now_ns < empty_until_ns;
+    return asking || !waiters.empty() || usable(now_ns) > 0 || now_ns < empty_until_ns;
   }
-  void wait(LeaseWaiter* w);
-  void unwait(LeaseWaiter* w);
-  LeaseWaiter* pop(); // the oldest waiter, unlinked (null when none)
+  // Made key's, holding nothing (a slot is given to a key only when no request waits in it).
+  void reset(uint64_t k) {
+    key = k;
+    tokens = expires_ns = empty_until_ns = 0;
+    asking = nullptr;
+    misses = 0;
+  }
 };
 
 class LeaseTable {

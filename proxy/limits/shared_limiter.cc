@@ -168,14 +168,14 @@ SharedLimiter::Answer SharedLimiter::take(std::string_view key, uint64_t hash, W
     return {Verdict::LIMITED, l->empty_until_ns - now};
   if (!l->asking && !ask(*l, redis_key, batch_))
     return {Verdict::UNCHECKED};
-  l->wait(w);
+  l->waiters.push_back(w);
   w->lease = l;
   return {Verdict::WAIT};
 }
 
 void SharedLimiter::cancel(Waiter* w) {
-  if (w->waiting && w->lease)
-    w->lease->unwait(w);
+  if (w->lease)
+    w->lease->waiters.erase(w);
   w->lease = nullptr;
 }
 
@@ -219,7 +219,7 @@ void SharedLimiter::failed(Ask& a, metrics::StoreResult why) {
     return; // a late failure of an ask already given up: its waiters were decided
   l->asking = nullptr;
   std::vector<Waiter*> ready; // decided() may reach here again: no buffer shared with it
-  while (LeaseWaiter* w = l->pop())
+  while (LeaseWaiter* w = l->waiters.pop_front())
     ready.push_back(static_cast<Waiter*>(w));
   for (Waiter* w : ready) {
     w->lease = nullptr;
@@ -233,15 +233,16 @@ void SharedLimiter::failed(Ask& a, metrics::StoreResult why) {
 void SharedLimiter::serve(Lease& l, const Ask& a) {
   int64_t now = core::monotonic_ns();
   std::vector<std::pair<Waiter*, Answer>> ready; // decided() may reach here again
-  while (l.head && l.usable(now) > 0) {
+  while (!l.waiters.empty() && l.usable(now) > 0) {
     --l.tokens;
-    ready.push_back({static_cast<Waiter*>(l.pop()), {Verdict::ALLOWED, 0, l.tokens}});
+    ready.push_back({static_cast<Waiter*>(l.waiters.pop_front()), {Verdict::ALLOWED, 0, l.tokens}});
   }
-  if (l.head && now < l.empty_until_ns) {
-    while (LeaseWaiter* w = l.pop())
+  if (!l.waiters.empty() && now < l.empty_until_ns) {
+    while (LeaseWaiter* w = l.waiters.pop_front())
       ready.push_back({static_cast<Waiter*>(w), {Verdict::LIMITED, l.empty_until_ns - now}});
-  } else if (l.head && !l.asking && !ask(l, a.redis_key, std::max(batch_, l.waiting))) {
-    while (LeaseWaiter* w = l.pop())
+  } else if (!l.waiters.empty() && !l.asking &&
+             !ask(l, a.redis_key, std::max<int64_t>(batch_, l.waiters.size()))) {
+    while (LeaseWaiter* w = l.waiters.pop_front())
       ready.push_back({static_cast<Waiter*>(w), {Verdict::UNCHECKED}});
   }
   for (auto& [w, answer] : ready) {

@@ -1,7 +1,7 @@
 // One worker's allowances of shared limits: a key finds its lease again; a slot is taken by
 // another key only when it holds nothing worth keeping (or, when every probed slot is busy,
-// only an unspent allowance, counted as an eviction); waiters leave in the order they came
-// and a cancelled one is unlinked wherever it is.
+// only an unspent allowance, counted as an eviction); a slot with a request waiting in it is
+// never given away.
 #include "limits/lease_table.h"
 
 #include <gtest/gtest.h>
@@ -67,21 +67,20 @@ TEST(LeaseTable, ARefusalStillRunningKeepsItsSlot) {
   EXPECT_NE(t.find(100, kSecond, evicted), nullptr); // once it has run out, the slot is free
 }
 
-TEST(LeaseTable, WaitersLeaveInOrderAndCancelAnywhere) {
-  Lease l;
-  LeaseWaiter w[4];
-  for (auto& x : w)
-    l.wait(&x);
-  EXPECT_EQ(l.waiting, 4);
-  l.unwait(&w[2]); // a client gone while it waited
-  l.unwait(&w[2]); // twice: nothing
-  EXPECT_EQ(l.waiting, 3);
-  EXPECT_EQ(l.pop(), &w[0]);
-  EXPECT_EQ(l.pop(), &w[1]);
-  EXPECT_EQ(l.pop(), &w[3]);
-  EXPECT_EQ(l.pop(), nullptr);
-  EXPECT_EQ(l.waiting, 0);
-  EXPECT_FALSE(l.busy(0));
+TEST(LeaseTable, ASlotWithAWaiterIsKept) {
+  LeaseTable t(8);
+  bool evicted = false;
+  LeaseWaiter w[8];
+  for (uint64_t k = 1; k <= 8; ++k)
+    t.find(k, 0, evicted)->waiters.push_back(&w[k - 1]); // each waits for Redis
+  EXPECT_EQ(t.find(100, 0, evicted), nullptr);           // none may be given away
+  Lease* l = t.existing(5);
+  l->waiters.erase(&w[4]); // its client went
+  EXPECT_FALSE(l->busy(0));
+  Lease* m = t.find(100, 0, evicted);
+  EXPECT_EQ(m, l);
+  EXPECT_FALSE(evicted);
+  EXPECT_TRUE(m->waiters.empty());
 }
 
 } // namespace
