@@ -2,7 +2,9 @@
 // [[cluster]] outlier_detection = { consecutive_5xx, consecutive_gateway_errors, interval,
 // success_rate_stdev, success_rate_minimum_hosts, success_rate_request_volume,
 // base_ejection_time, max_ejection_time, max_ejection_percent }: Envoy's keys and defaults. And
-// circuit_breakers = { max_pending, max_requests, max_retries }: how a cluster sheds load.
+// circuit_breakers = { max_pending, max_requests, max_retries }: how a cluster sheds load. And
+// retry = { retries, per_try_timeout, on_status, backoff_base, backoff_max, budget_percent,
+// budget_min_concurrency }: how often a failed try is made again.
 #include "config/config.h"
 #include "config/sections.h"
 
@@ -44,6 +46,39 @@ void read_circuit_breakers(Reader& r, const toml::table& cluster, BreakerConfig&
   r.get_number(*t, "max_pending", b.max_pending, w, 0, 100000000);
   r.get_number(*t, "max_requests", b.max_requests, w, 0, 100000000);
   r.get_number(*t, "max_retries", b.max_retries, w, 0, 100000000);
+}
+
+void read_retry(Reader& r, const toml::table& cluster, RetryConfig& rc, const std::string& where) {
+  const toml::table* t = r.get_table(cluster, "retry", where);
+  if (!t)
+    return;
+  const std::string w = where + " retry";
+  r.only_keys(*t,
+              {"retries", "per_try_timeout", "on_status", "backoff_base", "backoff_max",
+               "budget_percent", "budget_min_concurrency"},
+              w);
+  r.get_number(*t, "retries", rc.retries, w, 0, 10);
+  r.get_number(*t, "per_try_timeout", rc.per_try_timeout, w, 0, 86400);
+  r.get_number(*t, "backoff_base", rc.backoff_base, w, 0, 60);
+  r.get_number(*t, "backoff_max", rc.backoff_max, w, 0, 600);
+  r.get_number(*t, "budget_percent", rc.budget_percent, w, 0, 100);
+  r.get_number(*t, "budget_min_concurrency", rc.budget_min_concurrency, w, 0, 100000000);
+  if (rc.backoff_max < rc.backoff_base)
+    r.error(t->source(), w + ": backoff_max is less than backoff_base");
+  if (const toml::node* n = t->get("on_status")) {
+    const toml::array* a = n->as_array();
+    if (!a) {
+      r.error(n->source(), w + ": on_status is a list of statuses, e.g. [502, 503, 504]");
+      return;
+    }
+    for (const auto& e : *a) {
+      auto status = e.value<int64_t>();
+      if (!status || *status < 500 || *status > 599)
+        r.error(e.source(), w + ": on_status holds 5xx statuses (500-599)");
+      else
+        rc.on_status.push_back(static_cast<int>(*status));
+    }
+  }
 }
 
 } // namespace portico::config

@@ -51,7 +51,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
                "lb",
                "health_check",
                "outlier_detection",
-               "circuit_breakers"},
+               "circuit_breakers",
+               "retry"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -105,6 +106,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   }
   read_outlier_detection(r, t, cl.outlier, cw);
   read_circuit_breakers(r, t, cl.breakers, cw);
+  read_retry(r, t, cl.retry, cw);
   r.get_enum(t, "lb", kLoadBalancings, cl.lb, cw,
              cw + ": lb is \"least_request\", \"round_robin\" or \"random_two\"");
   if (cl.endpoints.empty())

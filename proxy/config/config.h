@@ -128,6 +128,20 @@ struct BreakerConfig {
   bool operator==(const BreakerConfig&) const = default;
 };
 
+// How a failed try is tried again ([[cluster]] retry): how often, after how long, and how much
+// of a cluster's load retries may be (Envoy's retry_policy and retry_budget). *What* may be
+// retried stays routing/retry_policy.h's rule.
+struct RetryConfig {
+  int retries = 1;             // tries after the first (0: none)
+  double per_try_timeout = 0;  // seconds from a try's request to its response head; 0: none
+  std::vector<int> on_status;  // response statuses tried again as a reset is ([502, 503, 504])
+  double backoff_base = 0.025; // seconds: the n-th retry waits a random part of base x 2^(n-1)
+  double backoff_max = 0.25;   // ...at most this
+  int budget_percent = 0; // retries in flight at most this % of requests in flight (0: no budget)
+  int budget_min_concurrency = 3; // ...but this many are always allowed
+  bool operator==(const RetryConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
@@ -155,6 +169,7 @@ struct ClusterConfig {
   HealthCheckConfig health_check;
   OutlierConfig outlier;
   BreakerConfig breakers;
+  RetryConfig retry;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

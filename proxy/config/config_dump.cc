@@ -200,6 +200,16 @@ std::string dump_config(const Config& c) {
       t.insert("circuit_breakers", toml::table{{"max_pending", k.breakers.max_pending},
                                                {"max_requests", k.breakers.max_requests},
                                                {"max_retries", k.breakers.max_retries}});
+    toml::array on_status;
+    for (int status : k.retry.on_status)
+      on_status.push_back(status);
+    t.insert("retry", toml::table{{"retries", k.retry.retries},
+                                  {"per_try_timeout", k.retry.per_try_timeout},
+                                  {"on_status", std::move(on_status)},
+                                  {"backoff_base", k.retry.backoff_base},
+                                  {"backoff_max", k.retry.backoff_max},
+                                  {"budget_percent", k.retry.budget_percent},
+                                  {"budget_min_concurrency", k.retry.budget_min_concurrency}});
     clusters.push_back(std::move(t));
   }
   root.insert("cluster", std::move(clusters));

@@ -22,6 +22,8 @@ void read_outlier_detection(Reader& r, const toml::table& cluster, OutlierConfig
 // A cluster's circuit_breakers table, when it has one (cluster_policy_section.cc).
 void read_circuit_breakers(Reader& r, const toml::table& cluster, BreakerConfig& b,
                            const std::string& where);
+// A cluster's retry table, when it has one (cluster_policy_section.cc).
+void read_retry(Reader& r, const toml::table& cluster, RetryConfig& rc, const std::string& where);
 // After every cluster: routes name theirs.
 // settings: the keys filters claim (config/route_settings.h).
 void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings);

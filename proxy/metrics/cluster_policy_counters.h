@@ -40,10 +40,10 @@ struct OutlierCounters {
 // had the same endpoints (a reload keeps ejections), else new ones. Never on a request.
 std::shared_ptr<OutlierCounters> outlier_counters(const std::string& cluster,
                                                   const std::vector<std::string>& endpoints);
-// A cluster's circuit breakers ([[cluster]] circuit_breakers): the requests holding a place
-// under each, over the process, and those refused at its limit. One per cluster name, made
-// the first time and kept for the process's life (a reload's exchanges and the last ones'
-// count together).
+// A cluster's circuit breakers ([[cluster]] circuit_breakers) and retry budget: the requests
+// holding a place under each, over the process, and those refused at its limit. One per cluster
+// name, made the first time and kept for the process's life (a reload's exchanges and the last
+// ones' count together).
 enum class Breaker : uint8_t { MAX_PENDING, MAX_REQUESTS, MAX_RETRIES };
 inline constexpr const char* kBreakers[] = {"max_pending", "max_requests", "max_retries"};
 inline constexpr size_t kBreakerCount = 3;
@@ -51,6 +51,7 @@ inline constexpr size_t kBreakerCount = 3;
 struct BreakerCounters {
   std::atomic<int64_t> open[kBreakerCount] = {};
   std::atomic<uint64_t> overflows[kBreakerCount] = {};
+  std::atomic<uint64_t> budget_overflows{0}; // retries not made: past the retry budget
 };
 
 // Never on a request.

@@ -52,6 +52,10 @@ void append_cluster_policy_metrics(std::vector<prometheus::MetricFamily>& out, d
       m.counter.value = static_cast<double>(c.overflows[b].load(std::memory_order_relaxed));
       overflows.metric.push_back(std::move(m));
     }
+    ClientMetric m;
+    m.label = {{"cluster", cluster}, {"breaker", "retry_budget"}};
+    m.counter.value = static_cast<double>(c.budget_overflows.load(std::memory_order_relaxed));
+    overflows.metric.push_back(std::move(m));
   });
   if (!open.metric.empty()) {
     out.push_back(std::move(open));

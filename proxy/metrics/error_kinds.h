@@ -2,7 +2,7 @@
 // The upstream error kinds, declared once: each yields its ErrorKind value, the counter's
 // accessor in ErrorCounters (errors.reset()), and its `kind` label in
 // portico_upstream_errors_total. The first ones are how an upstream exchange fails
-// (upstream::UpstreamError is made of them, in the same order); then the two the proxy adds.
+// (upstream::UpstreamError is made of them, in the same order); then the three the proxy adds.
 #include "core/counter.h"
 
 #include <cstddef>
@@ -22,8 +22,9 @@
   X(LOCAL_RESOURCES, local_resources)
 #define PORTICO_ERROR_KINDS(X)                                                                     \
   PORTICO_UPSTREAM_FAILURES(X)                                                                     \
-  X(RETRIED, retried)             /* requests sent again (retry_policy.h) */                       \
-  X(QUEUE_TIMEOUT, queue_timeout) /* requests whose wait for a connection ran out: 503 */
+  X(RETRIED, retried)                 /* requests sent again (retry_policy.h) */                   \
+  X(QUEUE_TIMEOUT, queue_timeout)     /* requests whose wait for a connection ran out: 503 */      \
+  X(PER_TRY_TIMEOUT, per_try_timeout) /* tries cut at [[cluster]] retry per_try_timeout: 504 */
 
 namespace portico::metrics {
 

@@ -345,7 +345,8 @@ void append_server_metrics(std::vector<MetricFamily>& out,
   for (auto [kind, error] : {std::pair{"upstream_connect", ErrorKind::CONNECT_TIMEOUT},
                              std::pair{"upstream_response", ErrorKind::RESPONSE_TIMEOUT},
                              std::pair{"upstream_send", ErrorKind::SEND_TIMEOUT},
-                             std::pair{"upstream_queue", ErrorKind::QUEUE_TIMEOUT}}) {
+                             std::pair{"upstream_queue", ErrorKind::QUEUE_TIMEOUT},
+                             std::pair{"upstream_per_try", ErrorKind::PER_TRY_TIMEOUT}}) {
     uint64_t n = 0;
     for (const auto* s : shards)
       for (size_t c = 0; c < clusters; ++c)

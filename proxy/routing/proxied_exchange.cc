@@ -3,7 +3,6 @@
 #include "http/http1_response_parser.h"
 #include "routing/failure_log.h"
 #include "routing/real_client.h"
-#include "routing/retry_policy.h"
 #include "upstream/cluster.h"
 #include "upstream/request_fields.h"
 
@@ -15,16 +14,6 @@ namespace portico::routing {
 namespace {
 
 constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
-
-int status_for(upstream::UpstreamError e) {
-  switch (e) {
-  case upstream::UpstreamError::CONNECT_TIMEOUT:
-  case upstream::UpstreamError::RESPONSE_TIMEOUT:
-  case upstream::UpstreamError::SEND_TIMEOUT: return 504;
-  case upstream::UpstreamError::LOCAL_RESOURCES: return 503;
-  default: return 502;
-  }
-}
 
 } // namespace
 
@@ -43,6 +32,8 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const
                                                       !ex.request_ended());
   if (ctx.in_flight)
     ++*ctx.in_flight;
+  ev_init(&timer_, timer_cb);
+  timer_.data = this;
   ex.set_listener(this);
   if (route.may_filter(ex)) {
     options_.client = client_origin_.trusted
@@ -270,6 +261,7 @@ void ProxiedExchange::overflow(metrics::Breaker b) {
 }
 
 void ProxiedExchange::stop_upstream() {
+  stop_timer();
   leave(metrics::Breaker::MAX_PENDING);
   if (queued)
     pool_->cancel(this);
@@ -301,9 +293,13 @@ void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
     up.end_request(request_trailers_);
   if ((client_held_ & kHeldByUpstream) && up.buffered() < kUpstreamHigh)
     hold_client(kHeldByUpstream, false);
+  if (cluster_->config().retry.per_try_timeout > 0 && framing_ != upstream::BodyFraming::TUNNEL)
+    start_timer(cluster_->config().retry.per_try_timeout);
 }
 
 void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
+  if (h.status >= 500 && retry_status(h.status))
+    return; // dropped, its stream with it: the request is on its next try
   // As many fields as the upstream sent (its parser bounds them in bytes); views into its
   // head, valid through the call. One vector per thread: no allocation once warm.
   thread_local std::vector<http::Header> fields;
@@ -364,6 +360,7 @@ void ProxiedExchange::send_response_head(int status, int64_t content_length,
 }
 
 void ProxiedExchange::response_began(int status) {
+  stop_timer();
   set_state(State::RESPONSE);
   cluster_->outcome(*pool_, status);
   record_.answered(status, metrics::AnsweredBy::UPSTREAM);
@@ -456,43 +453,12 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   }
   if (e != upstream::UpstreamError::LOCAL_RESOURCES) // the proxy's shortage, not the endpoint's
     cluster_->outcome(*pool_, 0);
-  const auto& cfg = cluster_->config();
-  std::optional<RetryReason> why =
-      retried_
-          ? std::nullopt
-          : retry_reason(
-                {options_.retry_on_reset >= 0 ? options_.retry_on_reset == 1 : cfg.retry_on_reset,
-                 options_.retry_non_idempotent >= 0 ? options_.retry_non_idempotent == 1
-                                                    : cfg.retry_non_idempotent},
-                e, delivery, ex_.request().method, replayable_);
-  // A connect that failed goes to another endpoint (this one is now held down), as nginx's
-  // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
-  upstream::UpstreamPool* next = why == RetryReason::CONNECT_FAILED ? &cluster_->pick() : pool_;
-  if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
-    log_failure(status_for(e), upstream::to_string(e));
-    fail(status_for(e));
-    return;
-  }
-  if (!enter(metrics::Breaker::MAX_RETRIES)) {
-    // Envoy's retry overflow: the error stands, the retry is not made.
-    options_.limit = "breaker max_retries";
-    log_failure(status_for(e), "breaker max_retries: not retried");
-    fail(status_for(e));
-    return;
-  }
-  retried_ = true;
-  set_state(State::WAITING);
-  pool_->metrics().errors.retried().inc();
-  pool_->metrics().retries[static_cast<size_t>(*why)].inc();
-  next->hold();
-  pool_->release();
-  pool_ = next;
-  phase_at_ = ev_time();
-  acquire(true);
+  try_failed(e, delivery, upstream::to_string(e));
 }
 
 void ProxiedExchange::fail(int status, std::string_view body,
                            std::span<const http::Header> fields) {
+  stop_timer();
   if (state_ != State::FINISHED)
     set_state(State::FINISHED);
   record_.answered(status, metrics::AnsweredBy::PROXY);
@@ -524,7 +490,7 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   record_.cache_status = options_.cache_status;
   record_.limit = options_.limit;
   record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
-                retried_ ? 1 : 0);
+                retries_);
   stop_upstream();
   // Destroyed after the callback that closed the exchange has returned: the upstream side or
   // the client exchange may be below us on the stack.

@@ -1,8 +1,9 @@
 #pragma once
 // One routed request from its head to its close: the bridge between a client Exchange (HTTP/1
 // or HTTP/2), its route's filters (filter_chain.h) and an upstream stream from a pool. Bodies
-// stream both ways with backpressure; a failed request is sent again once when retry_policy.h
-// says that cannot apply it twice, and only while its whole body is still held. Every request
+// stream both ways with backpressure; a failed try is made again (proxied_exchange_retry.cc)
+// when retry_policy.h says that cannot apply it twice, only while its whole body is still
+// held, and as often, as soon and as much as the cluster's retry settings allow. Every request
 // the router sees becomes one, even one answered at once (a redirect, a 404): its accounting
 // (exchange_record.h) happens here, once, when it closes.
 #include "core/byte_queue.h"
@@ -11,12 +12,14 @@
 #include "metrics/cluster_policy_counters.h"
 #include "routing/exchange_record.h"
 #include "routing/filter_chain.h"
+#include "routing/retry_policy.h"
 #include "routing/route.h"
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
 #include "upstream/upstream_stream.h"
 #include "upstream/upstream_stream_listener.h"
 
+#include <ev.h>
 #include <vector>
 
 namespace portico::upstream {
@@ -107,6 +110,22 @@ private:
   void leave(metrics::Breaker b);
   // A breaker was full: 503 at once, x-portico-overflow saying which.
   void overflow(metrics::Breaker b);
+  // Retries (proxied_exchange_retry.cc). A try failed with e (what: the error log's word for
+  // it): the next try, or the failure answered.
+  void try_failed(upstream::UpstreamError e, upstream::Delivery delivery, const char* what);
+  // The upstream answered status: true when, by [[cluster]] retry on_status, the response is
+  // dropped and the request tried again.
+  bool retry_status(int status);
+  // Whether the retry budget and the max_retries breaker have room for one more retry (a place
+  // under the breaker is then held); false with the access log's $limit saying which is full.
+  bool retry_allowed();
+  // The next try for why, on next: now, or after its backoff.
+  void retry(RetryReason why, upstream::UpstreamPool* next);
+  RetryPolicy retry_policy() const;
+  // One timer: a retry's backoff while WAITING, a try's per_try_timeout while REQUEST.
+  void start_timer(double seconds);
+  void stop_timer() { ev_timer_stop(ex_.loop(), &timer_); }
+  static void timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   // Request bytes for the upstream (held meanwhile, and for a retry), and the request's end.
   void upstream_body(std::string_view data);
   void upstream_end();
@@ -157,15 +176,16 @@ private:
   std::vector<http::Header> response_trailers_; // copied into the client exchange's arena
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
   double tunnel_timeout_ = 0;
+  ev_timer timer_;
   State state_ = State::WAITING;
   // Conditions that hold across states rather than steps of it: the body so far is still
-  // held for a retry; the client's request is complete (and came with trailers); the one
-  // retry is spent; the client exchange has closed; who holds the client back; the upstream
+  // held for a retry; the client's request is complete (and came with trailers); the tries
+  // made again so far; the client exchange has closed; who holds the client back; the upstream
   // is held back (backpressure).
   bool replayable_ = true;
   bool request_ended_ = false;
   bool request_had_trailers_ = false;
-  bool retried_ = false;
+  uint8_t retries_ = 0;
   uint8_t breakers_held_ = 0; // a bit per metrics::Breaker this request holds a place under
   bool closed_ = false;
   uint8_t client_held_ = 0;

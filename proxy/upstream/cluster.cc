@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace portico::upstream {
 
@@ -31,12 +32,14 @@ Cluster::Cluster(struct ev_loop* loop, core::DeferredQueue& deferred, DnsResolve
                  metrics::ClusterMetrics& metrics, SSL_CTX* tls)
     : loop_(loop), resolver_(resolver), cfg_(cfg), metrics_(metrics), deferred_(deferred),
       tls_(tls), limit_(share(cfg.max_connections, worker_index, worker_count)),
-      rng_(0x9e3779b97f4a7c15ull * static_cast<uint64_t>(worker_index + 1)) {
+      // Each worker and process its own sequence: backoffs drawn alike would retry together.
+      rng_((static_cast<uint64_t>(std::random_device{}()) << 32 | std::random_device{}()) |
+           (static_cast<uint64_t>(worker_index) << 1 | 1)) {
   ev_init(&sweep_, sweep_cb);
   sweep_.data = this;
   if (cfg.outlier.enabled)
     outliers_ = OutlierDetector::of(cfg);
-  if (cfg.breakers.enabled)
+  if (cfg.breakers.enabled || cfg.retry.budget_percent > 0)
     breakers_ = &metrics::breaker_counters(cfg.name);
   for (size_t i = 0; i < cfg.endpoints.size(); ++i) {
     add_pool(*core::parse_endpoint(cfg.endpoints[i]), i); // validated with the config
@@ -238,10 +241,7 @@ UpstreamPool* Cluster::random_by_weight(double now, bool healthy_only, const Ups
       total += p->weight;
   if (total == 0)
     return nullptr;
-  rng_ ^= rng_ << 13; // xorshift64: enough for spreading requests
-  rng_ ^= rng_ >> 7;
-  rng_ ^= rng_ << 17;
-  int64_t at = static_cast<int64_t>(rng_ % static_cast<uint64_t>(total));
+  int64_t at = static_cast<int64_t>(next_random() % static_cast<uint64_t>(total));
   for (auto& p : pools_) {
     if (p.get() == other || !usable(*p))
       continue;

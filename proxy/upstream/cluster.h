@@ -10,6 +10,7 @@
 #include "upstream/outlier_detector.h"
 #include "upstream/upstream_pool.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -33,11 +34,11 @@ public:
   // Takes a place under circuit breaker b, if the cluster has such a limit; false (counted as
   // an overflow) when it is full. A place taken is given back with leave(b).
   bool enter(metrics::Breaker b) {
-    int limit = limit_of(b);
-    if (limit <= 0)
+    if (!counted(b))
       return true;
     auto i = static_cast<size_t>(b);
-    if (breakers_->open[i].fetch_add(1, std::memory_order_relaxed) >= limit) {
+    int limit = limit_of(b);
+    if (breakers_->open[i].fetch_add(1, std::memory_order_relaxed) >= limit && limit > 0) {
       breakers_->open[i].fetch_sub(1, std::memory_order_relaxed);
       breakers_->overflows[i].fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -45,8 +46,30 @@ public:
     return true;
   }
   void leave(metrics::Breaker b) {
-    if (limit_of(b) > 0)
+    if (counted(b))
       breakers_->open[static_cast<size_t>(b)].fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Whether the retry budget ([[cluster]] retry budget_percent) has room for one more retry
+  // in flight; retrying: the asking request holds a place already. Counted when not.
+  bool retry_budget_allows(bool retrying) {
+    const auto& rc = cfg_.retry;
+    if (rc.budget_percent <= 0)
+      return true;
+    int64_t requests = breakers_->open[static_cast<size_t>(metrics::Breaker::MAX_REQUESTS)].load(
+        std::memory_order_relaxed);
+    int64_t retries = breakers_->open[static_cast<size_t>(metrics::Breaker::MAX_RETRIES)].load(
+                          std::memory_order_relaxed) -
+                      (retrying ? 1 : 0);
+    if (retries < std::max<int64_t>(rc.budget_min_concurrency, requests * rc.budget_percent / 100))
+      return true;
+    breakers_->budget_overflows.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Seconds before retry n (1, 2, ...): full jitter below base x 2^(n-1), at most backoff_max.
+  double backoff(int n) {
+    double ceiling =
+        std::min(cfg_.retry.backoff_max, cfg_.retry.backoff_base * double(1 << (n - 1)));
+    return ceiling * static_cast<double>(next_random() >> 11) * 0x1.0p-53;
   }
   // An attempt on p ended: its status (100-599), or 0 for a gateway error of the endpoint's
   // (a failed connect, a reset, a timeout). For outlier detection, when the cluster has it.
@@ -101,7 +124,18 @@ private:
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks
   size_t next_ = 0;
   std::shared_ptr<OutlierDetector> outliers_;    // the process's, with outlier_detection
-  metrics::BreakerCounters* breakers_ = nullptr; // the process's, with circuit_breakers
+  metrics::BreakerCounters* breakers_ = nullptr; // the process's, with breakers or a budget
+  uint64_t next_random() {
+    rng_ ^= rng_ << 13; // xorshift64: enough for spreading requests
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return rng_;
+  }
+  // Whether b's places are counted: under a limit, or (requests and retries) for a budget.
+  bool counted(metrics::Breaker b) const {
+    return breakers_ && (limit_of(b) > 0 ||
+                         (cfg_.retry.budget_percent > 0 && b != metrics::Breaker::MAX_PENDING));
+  }
   int limit_of(metrics::Breaker b) const {
     if (!breakers_)
       return 0;

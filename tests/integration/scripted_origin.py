@@ -1,6 +1,7 @@
 """An HTTP/1.1 origin whose n-th request gets what behaviour(n) says: a status, or (status,
 seconds to wait first), or ("reset", seconds): the connection closed with no answer after that
-long. Its body is "NAME STATUS". Counts requests; threaded, so slow answers overlap."""
+long. Its body is "NAME STATUS". Counts requests (and notes each one's arrival time and
+method); threaded, so slow answers overlap."""
 import http.server
 import socketserver
 import threading
@@ -15,9 +16,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         o = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
         with o.lock:
             o.requests += 1
             n = o.requests
+            o.arrivals.append((time.monotonic(), self.command))
         what = o.behaviour(n)
         status, delay = what if isinstance(what, tuple) else (what, 0)
         if delay:
@@ -26,16 +31,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = f"{o.name} {status}\n".encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the proxy cut this try (a per-try timeout, a hedge)
+
+    do_POST = do_GET
 
 
 class ScriptedOrigin:
     def __init__(self, name, behaviour):
         self.name, self.behaviour = name, behaviour
         self.requests = 0
+        self.arrivals = []  # (time.monotonic(), method) of each request
         self.lock = threading.Lock()
         self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler)
         self.server.daemon_threads = True

@@ -262,6 +262,7 @@ TEST_F(ExpositionTest, ErrorsRetriesAndTimeouts) {
                 "portico_timeouts_total{kind=\"upstream_response\"} 0",
                 "portico_timeouts_total{kind=\"upstream_send\"} 0",
                 "portico_timeouts_total{kind=\"upstream_queue\"} 1",
+                "portico_timeouts_total{kind=\"upstream_per_try\"} 0",
             }))
       << text;
 }

@@ -116,7 +116,8 @@ TEST(WorkerMetrics, LabelNames) {
         << i;
   EXPECT_STREQ(kErrorKindNames[static_cast<size_t>(ErrorKind::RETRIED)], "retried");
   EXPECT_STREQ(kErrorKindNames[static_cast<size_t>(ErrorKind::QUEUE_TIMEOUT)], "queue_timeout");
-  EXPECT_EQ(kErrorKinds, 9u);
+  EXPECT_STREQ(kErrorKindNames[static_cast<size_t>(ErrorKind::PER_TRY_TIMEOUT)], "per_try_timeout");
+  EXPECT_EQ(kErrorKinds, 10u);
   EXPECT_STREQ(upstream::to_string(upstream::UpstreamError::LOCAL_RESOURCES), "local_resources");
 }
 
