@@ -27,7 +27,7 @@ private:
     for (const auto& l : settings_.limits) {
       if (!l.exempt.empty() && core::in_any(l.exempt, client))
         continue;
-      if (!limits::build_key(l.key, req, client, route_, key))
+      if (!http::build_key(l.key, req, client, route_, key))
         continue;
       auto ticket = l.table->acquire(std::hash<std::string_view>{}(key), l.max);
       if (ticket) {

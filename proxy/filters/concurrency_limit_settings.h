@@ -3,7 +3,7 @@
 // flight per key, over the process (filters/concurrency_limit.cc).
 #include "core/cidr.h"
 #include "limits/count_table.h"
-#include "limits/limit_key.h"
+#include "http/request_key.h"
 #include "metrics/limit_counters.h"
 
 #include <memory>
@@ -15,7 +15,7 @@ namespace portico::filters {
 struct ConcurrencyLimit {
   std::string name; // in metrics and the access log; limits of one name share their counts
   uint64_t max = 0; // requests in flight per key
-  std::vector<limits::KeyPart> key = {{limits::KeyPart::CLIENT, {}}};
+  std::vector<http::KeyPart> key = {{http::KeyPart::CLIENT, {}}};
   std::vector<core::Cidr> exempt;
   bool dry_run = false;
   int status = 503; // nginx's limit_conn_status

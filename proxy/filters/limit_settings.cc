@@ -22,12 +22,12 @@ std::vector<const toml::table*> limit_tables(config::Reader& r, const toml::node
   return tables;
 }
 
-void read_key_and_exempt(config::Reader& r, const toml::table& t, std::vector<limits::KeyPart>& key,
+void read_key_and_exempt(config::Reader& r, const toml::table& t, std::vector<http::KeyPart>& key,
                          std::vector<core::Cidr>& exempt, const std::string& where) {
   if (t.get("key")) {
     key.clear();
     for (const auto& part : r.get_strings(t, "key", where)) {
-      if (auto p = limits::parse_key_part(part))
+      if (auto p = http::parse_key_part(part))
         key.push_back(*p);
       else
         r.error(t.get("key")->source(),

@@ -3,7 +3,7 @@
 // the key, the exempt ranges and the table's size.
 #include "config/reader.h"
 #include "core/cidr.h"
-#include "limits/limit_key.h"
+#include "http/request_key.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ std::vector<const toml::table*> limit_tables(config::Reader& r, const toml::node
                                              const std::string& key, const std::string& example,
                                              const std::string& where);
 // t's `key` (when it has one) and `exempt`.
-void read_key_and_exempt(config::Reader& r, const toml::table& t, std::vector<limits::KeyPart>& key,
+void read_key_and_exempt(config::Reader& r, const toml::table& t, std::vector<http::KeyPart>& key,
                          std::vector<core::Cidr>& exempt, const std::string& where);
 // t's `table_size` (65536 unless it says).
 size_t read_table_size(config::Reader& r, const toml::table& t, const std::string& where);

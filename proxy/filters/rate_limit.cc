@@ -1,4 +1,4 @@
-// A route's `rate_limit`: each request is counted under its key (limits/limit_key.h) by each of
+// A route's `rate_limit`: each request is counted under its key (http/request_key.h) by each of
 // the route's limits, in the table the workers share (limits/gcra_table.h: GCRA, nginx's
 // limit_req in one compare-and-swap). Within the rate it passes; within the burst it passes at
 // once (nodelay, or among the first `delay`) or waits its turn on a timer; past the burst it is
@@ -50,7 +50,7 @@ private:
       const auto& l = settings_.limits[i];
       if (!l.exempt.empty() && core::in_any(l.exempt, client))
         continue;
-      if (!limits::build_key(l.key, *req_, client, route_, key))
+      if (!http::build_key(l.key, *req_, client, route_, key))
         continue; // no value to count it under (nginx: an empty key is not limited)
       uint64_t hash = std::hash<std::string_view>{}(key);
       if (l.shared) {

@@ -3,7 +3,7 @@
 // must all let a request through (filters/rate_limit.cc).
 #include "core/cidr.h"
 #include "limits/gcra_table.h"
-#include "limits/limit_key.h"
+#include "http/request_key.h"
 #include "limits/shared_limiter.h"
 #include "metrics/limit_counters.h"
 
@@ -22,7 +22,7 @@ struct RateLimit {
   int64_t burst = 0;       // requests beyond the rate let through (queued, or at once)
   int64_t delay = 0;       // of those, how many pass at once; the rest wait their turn
   bool nodelay = false;    // every request within the burst passes at once
-  std::vector<limits::KeyPart> key = {{limits::KeyPart::CLIENT, {}}};
+  std::vector<http::KeyPart> key = {{http::KeyPart::CLIENT, {}}};
   std::vector<core::Cidr> exempt; // clients never limited
   bool dry_run = false;           // only counted: nothing is refused or delayed
   int status = 429;

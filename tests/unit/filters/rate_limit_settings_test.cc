@@ -46,7 +46,7 @@ TEST(RateLimitSettings, RatesKeysAndDefaults) {
   EXPECT_TRUE(b.nodelay && b.dry_run);
   EXPECT_EQ(b.status, 503);
   ASSERT_EQ(b.key.size(), 1u); // the client by default
-  EXPECT_EQ(b.key[0].kind, limits::KeyPart::CLIENT);
+  EXPECT_EQ(b.key[0].kind, http::KeyPart::CLIENT);
 }
 
 TEST(RateLimitSettings, ALimitsNameIsItsTable) {

@@ -1,6 +1,6 @@
-#include "limits/limit_key.h"
+#include "http/request_key.h"
 
-namespace portico::limits {
+namespace portico::http {
 
 namespace {
 
@@ -20,27 +20,30 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
     return KeyPart{KeyPart::CLIENT, {}};
   if (text == "route")
     return KeyPart{KeyPart::ROUTE, {}};
+  if (text == "path")
+    return KeyPart{KeyPart::PATH, {}};
   for (auto [prefix, kind] : {std::pair{std::string_view("header:"), KeyPart::HEADER},
-                              std::pair{std::string_view("cookie:"), KeyPart::COOKIE}}) {
+                              std::pair{std::string_view("cookie:"), KeyPart::COOKIE},
+                              std::pair{std::string_view("query:"), KeyPart::QUERY}}) {
     if (!text.starts_with(prefix) || !token(text.substr(prefix.size())))
       continue;
     std::string name(text.substr(prefix.size()));
     if (kind == KeyPart::HEADER)
       for (auto& c : name)
-        c = http::ascii_lower(c);
+        c = ascii_lower(c);
     return KeyPart{kind, std::move(name)};
   }
   return std::nullopt;
 }
 
-std::string_view cookie_value(const http::RequestHead& req, std::string_view name) {
+std::string_view cookie_value(const RequestHead& req, std::string_view name) {
   for (const auto& h : req.headers) {
     if (h.name != "cookie")
       continue;
     std::string_view rest = h.value;
     while (!rest.empty()) {
       size_t semi = rest.find(';');
-      std::string_view pair = http::trim_ows(rest.substr(0, semi));
+      std::string_view pair = trim_ows(rest.substr(0, semi));
       rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
       size_t eq = pair.find('=');
       if (eq != std::string_view::npos && pair.substr(0, eq) == name)
@@ -50,8 +53,8 @@ std::string_view cookie_value(const http::RequestHead& req, std::string_view nam
   return {};
 }
 
-bool build_key(std::span<const KeyPart> parts, const http::RequestHead& req,
-               std::string_view client, std::string_view route, std::string& out) {
+bool build_key(std::span<const KeyPart> parts, const RequestHead& req, std::string_view client,
+               std::string_view route, std::string& out) {
   out.clear();
   for (const auto& p : parts) {
     std::string_view v;
@@ -59,6 +62,8 @@ bool build_key(std::span<const KeyPart> parts, const http::RequestHead& req,
     case KeyPart::CLIENT: v = client; break;
     case KeyPart::ROUTE: v = route; break;
     case KeyPart::COOKIE: v = cookie_value(req, p.name); break;
+    case KeyPart::PATH: v = req.path(); break;
+    case KeyPart::QUERY: v = query_param(req.query(), p.name); break;
     case KeyPart::HEADER:
       if (const auto* h = req.find(p.name))
         v = h->value;
@@ -72,4 +77,4 @@ bool build_key(std::span<const KeyPart> parts, const http::RequestHead& req,
   return true;
 }
 
-} // namespace portico::limits
+} // namespace portico::http
