@@ -4,9 +4,12 @@
 // base_ejection_time, max_ejection_time, max_ejection_percent }: Envoy's keys and defaults. And
 // circuit_breakers = { max_pending, max_requests, max_retries }: how a cluster sheds load. And
 // retry = { retries, per_try_timeout, on_status, backoff_base, backoff_max, budget_percent,
-// budget_min_concurrency }: how often a failed try is made again.
+// budget_min_concurrency }: how often a failed try is made again. hash_on, the key of lb =
+// ring_hash or maglev; sticky = { cookie, max_age, path, secure, httponly }.
 #include "config/config.h"
 #include "config/sections.h"
+
+#include <cstring>
 
 namespace portico::config {
 
@@ -79,6 +82,59 @@ void read_retry(Reader& r, const toml::table& cluster, RetryConfig& rc, const st
         rc.on_status.push_back(static_cast<int>(*status));
     }
   }
+}
+
+void read_hash_on(Reader& r, const toml::table& cluster, ClusterConfig& cl,
+                  const std::string& where) {
+  const toml::node* n = cluster.get("hash_on");
+  if (!n)
+    return;
+  if (cl.lb != LoadBalancing::RING_HASH && cl.lb != LoadBalancing::MAGLEV) {
+    r.error(n->source(), where + ": hash_on is the key of lb = \"ring_hash\" or \"maglev\"");
+    return;
+  }
+  cl.hash_on.clear();
+  auto part = [&](const toml::node& e) {
+    auto text = e.value<std::string>();
+    auto p = text ? http::parse_key_part(*text) : std::nullopt;
+    if (p)
+      cl.hash_on.push_back(std::move(*p));
+    else
+      r.error(e.source(), where + ": hash_on is \"client\", \"path\", \"header:NAME\", "
+                                  "\"cookie:NAME\" or \"query:NAME\", or a list of them");
+  };
+  if (const toml::array* a = n->as_array()) {
+    for (const auto& e : *a)
+      part(e);
+    if (a->empty())
+      r.error(n->source(), where + ": hash_on needs at least one part");
+  } else {
+    part(*n);
+  }
+}
+
+void read_sticky(Reader& r, const toml::table& cluster, StickyConfig& s, const std::string& where) {
+  const toml::table* t = r.get_table(cluster, "sticky", where);
+  if (!t)
+    return;
+  const std::string w = where + " sticky";
+  s.enabled = true;
+  r.only_keys(*t, {"cookie", "max_age", "path", "secure", "httponly"}, w);
+  r.get_string(*t, "cookie", s.cookie, w);
+  r.get_number(*t, "max_age", s.max_age, w, 0, 10 * 365 * 86400.0);
+  r.get_string(*t, "path", s.path, w);
+  r.get_bool(*t, "secure", s.secure, w);
+  r.get_bool(*t, "httponly", s.httponly, w);
+  // A cookie name is an RFC 6265 token; a path may not end the attribute early.
+  bool token = !s.cookie.empty();
+  for (char c : s.cookie)
+    token &= c > 0x20 && c < 0x7f && !std::strchr("()<>@,;:\\\"/[]?={}", c);
+  if (!token)
+    r.error(t->get("cookie") ? t->get("cookie")->source() : t->source(),
+            w + ": cookie is a cookie name (letters, digits and !#$%&'*+-.^_`|~)");
+  if (s.path.empty() || s.path[0] != '/' || s.path.find_first_of(";\r\n") != std::string::npos)
+    r.error(t->get("path") ? t->get("path")->source() : t->source(),
+            w + ": path starts with '/' and has no ';'");
 }
 
 } // namespace portico::config

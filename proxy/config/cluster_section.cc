@@ -52,7 +52,9 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
                "health_check",
                "outlier_detection",
                "circuit_breakers",
-               "retry"},
+               "retry",
+               "hash_on",
+               "sticky"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -108,7 +110,10 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   read_circuit_breakers(r, t, cl.breakers, cw);
   read_retry(r, t, cl.retry, cw);
   r.get_enum(t, "lb", kLoadBalancings, cl.lb, cw,
-             cw + ": lb is \"least_request\", \"round_robin\" or \"random_two\"");
+             cw + ": lb is \"least_request\", \"round_robin\", \"random_two\", \"ring_hash\" "
+                  "or \"maglev\"");
+  read_hash_on(r, t, cl, cw);
+  read_sticky(r, t, cl.sticky, cw);
   if (cl.endpoints.empty())
     r.error(t.source(), cw + ": 'endpoints' needs at least one endpoint");
   for (size_t i = 0; i < cl.endpoints.size(); ++i) {

@@ -6,6 +6,7 @@
 #include "core/cidr.h"
 #include "core/error_log.h"
 #include "core/listen_address.h"
+#include "http/request_key.h"
 
 #include <cstdint>
 #include <memory>
@@ -142,11 +143,28 @@ struct RetryConfig {
   bool operator==(const RetryConfig&) const = default;
 };
 
+// Sticky sessions by a cookie the proxy sets (nginx's `sticky cookie`): a request whose cookie
+// names an endpoint that is up goes there; any other is balanced as usual and its response
+// sets the cookie to the endpoint it went to.
+struct StickyConfig {
+  bool enabled = false;
+  std::string cookie = "portico_endpoint";
+  double max_age = 0; // seconds; 0: a session cookie
+  std::string path = "/";
+  bool secure = false;
+  bool httponly = true;
+  bool operator==(const StickyConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
   std::vector<int> weights;           // per endpoint (every address of a name), 1 by default
   LoadBalancing lb = LoadBalancing::LEAST_REQUEST; // how a request's endpoint address is chosen
+  // ring_hash and maglev: what the request is hashed on (http/request_key.h's parts, joined);
+  // a request without it goes to an endpoint drawn by weight.
+  std::vector<http::KeyPart> hash_on = {{http::KeyPart::CLIENT, {}}};
+  StickyConfig sticky;
   UpstreamProtocol protocol = UpstreamProtocol::HTTP1;
   int h2_connections = 1;   // h2c: connections per endpoint per worker that requests spread over
   int max_connections = 0;  // per endpoint, whole proxy; 0 = unlimited

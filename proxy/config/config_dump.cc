@@ -200,6 +200,18 @@ std::string dump_config(const Config& c) {
       t.insert("circuit_breakers", toml::table{{"max_pending", k.breakers.max_pending},
                                                {"max_requests", k.breakers.max_requests},
                                                {"max_retries", k.breakers.max_retries}});
+    if (k.lb == LoadBalancing::RING_HASH || k.lb == LoadBalancing::MAGLEV) {
+      toml::array hash_on;
+      for (const auto& p : k.hash_on)
+        hash_on.push_back(http::to_string(p));
+      t.insert("hash_on", std::move(hash_on));
+    }
+    if (k.sticky.enabled)
+      t.insert("sticky", toml::table{{"cookie", k.sticky.cookie},
+                                     {"max_age", k.sticky.max_age},
+                                     {"path", k.sticky.path},
+                                     {"secure", k.sticky.secure},
+                                     {"httponly", k.sticky.httponly}});
     toml::array on_status;
     for (int status : k.retry.on_status)
       on_status.push_back(status);

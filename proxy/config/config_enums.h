@@ -16,6 +16,8 @@ enum class LoadBalancing : uint8_t {
   LEAST_REQUEST, // fewest outstanding per unit of weight, round robin among equals
   ROUND_ROBIN,   // smooth weighted, nginx's
   RANDOM_TWO,    // the less loaded of two picked at random by weight: Envoy's default
+  RING_HASH,     // a consistent hash of the request's hash_on key on a ring (Envoy's, nginx's)
+  MAGLEV,        // the same on a Maglev table
 };
 
 enum class ProxyProtocolVersion : uint8_t {
@@ -41,7 +43,9 @@ inline constexpr EnumName<UpstreamProtocol> kUpstreamProtocols[] = {
 inline constexpr EnumName<LoadBalancing> kLoadBalancings[] = {
     {"least_request", LoadBalancing::LEAST_REQUEST},
     {"round_robin", LoadBalancing::ROUND_ROBIN},
-    {"random_two", LoadBalancing::RANDOM_TWO}};
+    {"random_two", LoadBalancing::RANDOM_TWO},
+    {"ring_hash", LoadBalancing::RING_HASH},
+    {"maglev", LoadBalancing::MAGLEV}};
 inline constexpr EnumName<ProxyProtocolVersion> kProxyProtocolVersions[] = {
     {"", ProxyProtocolVersion::NONE},
     {"v1", ProxyProtocolVersion::V1},

@@ -36,6 +36,18 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
   return std::nullopt;
 }
 
+std::string to_string(const KeyPart& part) {
+  switch (part.kind) {
+  case KeyPart::CLIENT: return "client";
+  case KeyPart::ROUTE: return "route";
+  case KeyPart::PATH: return "path";
+  case KeyPart::HEADER: return "header:" + part.name;
+  case KeyPart::COOKIE: return "cookie:" + part.name;
+  case KeyPart::QUERY: return "query:" + part.name;
+  }
+  return "";
+}
+
 std::string_view cookie_value(const RequestHead& req, std::string_view name) {
   for (const auto& h : req.headers) {
     if (h.name != "cookie")

@@ -14,11 +14,15 @@ namespace portico::http {
 struct KeyPart {
   enum Kind : uint8_t { CLIENT, HEADER, COOKIE, ROUTE, PATH, QUERY } kind = CLIENT;
   std::string name; // the header's (lower case), the cookie's or the query parameter's
+  bool operator==(const KeyPart&) const = default;
 };
 
 // "client", "route", "path", "header:NAME", "cookie:NAME", "query:NAME"; nullopt for anything
 // else.
 std::optional<KeyPart> parse_key_part(std::string_view text);
+
+// The text parse_key_part reads as part.
+std::string to_string(const KeyPart& part);
 
 // req's key for parts into out (the parts' values, each ended by a NUL); false when a part has
 // no value (no such header or cookie, or an empty one): such a request is not counted, as

@@ -1,6 +1,7 @@
 #include "routing/proxied_exchange.h"
 
 #include "http/http1_response_parser.h"
+#include "routing/endpoint_affinity.h"
 #include "routing/failure_log.h"
 #include "routing/real_client.h"
 #include "upstream/cluster.h"
@@ -216,10 +217,22 @@ void ProxiedExchange::go_upstream() {
     overflow(metrics::Breaker::MAX_REQUESTS);
     return;
   }
-  pool_ = &cluster_->pick();
+  pool_ = &pick();
   pool_->hold();
   phase_at_ = record_.started_at;
   acquire(false);
+}
+
+upstream::UpstreamPool& ProxiedExchange::pick() {
+  const auto& cfg = cluster_->config();
+  if (!cfg.sticky.enabled && !cluster_->hashes())
+    return cluster_->pick();
+  std::string_view client = options_.client;
+  if (client.empty())
+    client = client_origin_.trusted
+                 ? real_client(ex_.client_address(), ex_.request(), ctx_.fwd->trusted_proxies)
+                 : ex_.client_address();
+  return cluster_->pick(affinity_of(*cluster_, ex_.request(), client));
 }
 
 bool ProxiedExchange::acquire(bool retry) {
@@ -337,6 +350,9 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     return;
   }
   response_began(h.status);
+  if (cluster_->config().sticky.enabled)
+    if (auto cookie = sticky_cookie(cluster_->config().sticky, *pool_, ex_.request(), ex_.arena()))
+      fields.push_back(*cookie);
   send_response_head(h.status, h.chunked ? -1 : h.content_length, fields, false, date);
 }
 

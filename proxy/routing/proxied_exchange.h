@@ -102,6 +102,9 @@ private:
   void set_state(State next);
   // The head passed the filters: a pool, and a place in its queue.
   void go_upstream();
+  // The cluster's endpoint for this request (by its hash key or sticky cookie, if the cluster
+  // has them).
+  upstream::UpstreamPool& pick();
   // A connection of pool_ for this request (retry: a second try), or a place in its queue, a
   // place under max_pending with it; false when the request was refused (a full breaker).
   bool acquire(bool retry);

@@ -44,7 +44,7 @@ void ProxiedExchange::try_failed(upstream::UpstreamError e, upstream::Delivery d
           : std::nullopt;
   // A connect that failed goes to another endpoint (this one is now held down), as nginx's
   // proxy_next_upstream error does; with no other endpoint, trying again now is pointless.
-  upstream::UpstreamPool* next = why ? &cluster_->pick() : nullptr;
+  upstream::UpstreamPool* next = why ? &pick() : nullptr;
   if (!why || (why == RetryReason::CONNECT_FAILED && next == pool_)) {
     log_failure(status_for(e), what);
     fail(status_for(e));
@@ -75,7 +75,7 @@ bool ProxiedExchange::retry_status(int status) {
     return false; // the response goes to the client, as Envoy's last try's does
   cluster_->outcome(*pool_, status);
   stop_upstream();
-  retry(*why, &cluster_->pick());
+  retry(*why, &pick());
   return true;
 }
 

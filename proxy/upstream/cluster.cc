@@ -1,11 +1,14 @@
 #include "upstream/cluster.h"
 
 #include "core/error_log.h"
+#include "core/proxy_protocol.h"
 #include "upstream/dns_resolver.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <xxhash.h>
 
 namespace portico::upstream {
 
@@ -66,6 +69,7 @@ UpstreamPool& Cluster::add_pool(const core::EndpointSpec& spec, size_t endpoint)
   pools_.push_back(std::make_unique<UpstreamPool>(loop_, deferred_, spec, cfg_, limit_, metrics_,
                                                   metrics_.endpoints[endpoint], tls_));
   endpoint_of_.push_back(endpoint);
+  members_changed_ = true;
   pools_.back()->weight = endpoint < cfg_.weights.size() ? cfg_.weights[endpoint] : 1;
   pools_.back()->endpoint_index = endpoint;
   if (outliers_)
@@ -112,6 +116,7 @@ void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> address
         for (size_t a = 0; a < addresses.size() && !found; ++a)
           if (!placed[a]) {
             pool.set_address(addresses[a]);
+            members_changed_ = true;
             placed[a] = found = true;
           }
       }
@@ -140,6 +145,7 @@ void Cluster::on_resolved(size_t index, std::vector<core::SocketAddress> address
       pools_.erase(pools_.begin() + static_cast<ptrdiff_t>(*it));
       endpoint_of_.erase(endpoint_of_.begin() + static_cast<ptrdiff_t>(*it));
     }
+    members_changed_ |= added || !gone.empty();
     if (added || !gone.empty())
       core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL,
                        "cluster %s: %s now has %zu addresses (%zu added, %zu removed)",
@@ -175,23 +181,86 @@ void Cluster::refresh_cb(struct ev_loop*, ev_timer* w, int) {
   r->cluster->resolve(r->index);
 }
 
-UpstreamPool& Cluster::pick() {
+UpstreamPool& Cluster::pick(const Affinity& a) {
   size_t n = pools_.size();
   if (n == 1)
     return *pools_[0];
+  if (members_changed_ && (hashes() || cfg_.sticky.enabled))
+    rebuild_members();
   // Among the addresses neither held down after a failed connect nor failing their health
   // check; if every one is, among all (Envoy's panic mode: a request is better tried than
   // refused).
   double now = ev_now(loop_);
+  if (!a.sticky.empty())
+    if (UpstreamPool* p = pick_sticky(a.sticky, now))
+      return *p;
+  if (a.hashed)
+    if (UpstreamPool* p = pick_hashed(a.hash, now))
+      return *p;
   for (bool healthy_only : {true, false}) {
     UpstreamPool* p =
         cfg_.lb == config::LoadBalancing::ROUND_ROBIN  ? pick_round_robin(now, healthy_only)
         : cfg_.lb == config::LoadBalancing::RANDOM_TWO ? pick_random_two(now, healthy_only)
-                                                       : pick_least_request(now, healthy_only);
+        : hashes() ? random_by_weight(now, healthy_only, nullptr)
+                   : pick_least_request(now, healthy_only);
     if (p)
       return *p;
   }
   return *pools_[0];
+}
+
+void Cluster::rebuild_members() {
+  members_changed_ = false;
+  // Members in the order of their ids, so that every worker builds the same table from the
+  // same addresses whatever order DNS answers came in.
+  std::vector<std::string> ids;
+  member_pool_.clear();
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const UpstreamPool& p = *pools_[i];
+    const auto& spec = p.endpoint();
+    bool named = !spec.is_unix && !spec.numeric;
+    if (named && !p.has_address())
+      continue; // a name not resolved yet
+    ids.push_back(named ? spec.text + "=" + core::proxy_protocol::address_text(p.address().storage) : spec.text);
+    member_pool_.push_back(i);
+  }
+  std::vector<size_t> order(ids.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ids[x] < ids[y]; });
+  std::vector<HashMember> members;
+  std::vector<size_t> by_order;
+  for (size_t i : order) {
+    UpstreamPool& p = *pools_[member_pool_[i]];
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(XXH64(ids[i].data(), ids[i].size(), 0)));
+    p.sticky_id = hex;
+    members.push_back({ids[i], p.weight});
+    by_order.push_back(member_pool_[i]);
+  }
+  member_pool_ = std::move(by_order);
+  if (cfg_.lb == config::LoadBalancing::RING_HASH)
+    ring_.build(members);
+  else if (cfg_.lb == config::LoadBalancing::MAGLEV)
+    maglev_.build(members);
+}
+
+UpstreamPool* Cluster::pick_hashed(uint64_t hash, double now) {
+  auto usable = [&](size_t m) {
+    const UpstreamPool& p = *pools_[member_pool_[m]];
+    return p.available(now) && p.healthy();
+  };
+  size_t m = cfg_.lb == config::LoadBalancing::MAGLEV ? maglev_.find(hash, usable)
+                                                      : ring_.find(hash, usable);
+  return m < member_pool_.size() ? pools_[member_pool_[m]].get() : nullptr;
+}
+
+UpstreamPool* Cluster::pick_sticky(std::string_view id, double now) {
+  for (auto& p : pools_)
+    if (p->sticky_id == id)
+      return p->available(now) && p->healthy() ? p.get() : nullptr;
+  return nullptr;
 }
 
 UpstreamPool* Cluster::pick_least_request(double now, bool healthy_only) {

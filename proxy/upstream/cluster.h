@@ -7,6 +7,8 @@
 // new request; its pool goes once the requests on it have finished. Requests wait in the
 // name's first pool until a first answer arrives.
 #include "config/config.h"
+#include "upstream/hash_ring.h"
+#include "upstream/maglev_table.h"
 #include "upstream/outlier_detector.h"
 #include "upstream/upstream_pool.h"
 
@@ -17,6 +19,14 @@
 namespace portico::upstream {
 
 class DnsResolver;
+
+// What a request brings to a cluster's pick: its hash_on key's hash (lb ring_hash or maglev;
+// none: an endpoint drawn by weight) and its sticky cookie's value.
+struct Affinity {
+  uint64_t hash = 0;
+  bool hashed = false;
+  std::string_view sticky;
+};
 
 class Cluster {
 public:
@@ -30,7 +40,10 @@ public:
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
-  UpstreamPool& pick();
+  UpstreamPool& pick(const Affinity& a = {});
+  bool hashes() const {
+    return cfg_.lb == config::LoadBalancing::RING_HASH || cfg_.lb == config::LoadBalancing::MAGLEV;
+  }
   // Takes a place under circuit breaker b, if the cluster has such a limit; false (counted as
   // an overflow) when it is full. A place taken is given back with leave(b).
   bool enter(metrics::Breaker b) {
@@ -106,6 +119,12 @@ private:
   UpstreamPool* pick_round_robin(double now, bool healthy_only);
   UpstreamPool* pick_random_two(double now, bool healthy_only);
   UpstreamPool* random_by_weight(double now, bool healthy_only, const UpstreamPool* other);
+  // The consistent hash's endpoint for hash among the usable ones, or the sticky cookie's;
+  // null when it is down (the pick goes on as usual).
+  UpstreamPool* pick_hashed(uint64_t hash, double now);
+  UpstreamPool* pick_sticky(std::string_view id, double now);
+  // After the pools changed: their sticky ids and the hash table, built again.
+  void rebuild_members();
   UpstreamPool& add_pool(const core::EndpointSpec& spec, size_t endpoint);
 
   struct ev_loop* loop_;
@@ -123,6 +142,10 @@ private:
   std::vector<std::unique_ptr<NameRefresh>> refresh_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks
   size_t next_ = 0;
+  bool members_changed_ = true;                  // pools added, removed or given an address since
+  std::vector<size_t> member_pool_;              // hash table member -> index in pools_
+  HashRing ring_;                                // lb = ring_hash
+  MaglevTable maglev_;                           // lb = maglev
   std::shared_ptr<OutlierDetector> outliers_;    // the process's, with outlier_detection
   metrics::BreakerCounters* breakers_ = nullptr; // the process's, with breakers or a budget
   uint64_t next_random() {

@@ -86,6 +86,8 @@ public:
   // robin's running score (the cluster's, kept here).
   int weight = 1;
   int64_t wrr_score = 0;
+  // Its name in a sticky cookie: a hash of its address, the same in every worker and process.
+  std::string sticky_id;
 
   // Passive health: after a failed connect the cluster passes the endpoint over for the
   // cluster's fail_timeout (nginx's max_fails=1), then tries it again with real traffic.

@@ -3,6 +3,7 @@ seconds to wait first), or ("reset", seconds): the connection closed with no ans
 long. Its body is "NAME STATUS". Counts requests (and notes each one's arrival time and
 method); threaded, so slow answers overlap."""
 import http.server
+import socket
 import socketserver
 import threading
 import time
@@ -13,6 +14,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        # Its head and body are two writes: without this, Nagle holds the body back for the
+        # proxy's delayed ACK (tens of milliseconds a request).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.owner.lock:
+            self.server.owner.connections.add(self.connection)
+
+    def finish(self):
+        with self.server.owner.lock:
+            self.server.owner.connections.discard(self.connection)
+        super().finish()
 
     def do_GET(self):
         o = self.server.owner
@@ -42,18 +56,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_POST = do_GET
 
 
+class _Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True  # an origin stopped and started again on its port
+
+
 class ScriptedOrigin:
-    def __init__(self, name, behaviour):
+    def __init__(self, name, behaviour, port=0):
+        """port: 0 for a free one, or the port of an origin stopped before (its return)."""
         self.name, self.behaviour = name, behaviour
         self.requests = 0
         self.arrivals = []  # (time.monotonic(), method) of each request
+        self.connections = set()
         self.lock = threading.Lock()
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler)
+        self.server = _Server(("127.0.0.1", port), _Handler)
         self.server.daemon_threads = True
         self.server.owner = self
         self.endpoint = f"127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self):
+        """Gone: not listening, and its open connections (the proxy's pooled ones) closed."""
         self.server.shutdown()
         self.server.server_close()
+        with self.lock:
+            for c in self.connections:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass

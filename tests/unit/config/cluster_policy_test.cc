@@ -73,5 +73,51 @@ TEST(ClusterPolicy, RetryRefusals) {
   }
 }
 
+TEST(ClusterPolicy, HashOnAndSticky) {
+  std::vector<std::string> errors;
+  auto c = parsed("lb = \"maglev\"\nhash_on = [\"header:X-User\", \"query:id\"]\n"
+                  "sticky = { cookie = \"srv\", max_age = 60, secure = true }",
+                  &errors);
+  ASSERT_TRUE(c) << errors[0];
+  const ClusterConfig& k = c->clusters[0];
+  EXPECT_EQ(k.lb, LoadBalancing::MAGLEV);
+  ASSERT_EQ(k.hash_on.size(), 2u);
+  EXPECT_EQ(http::to_string(k.hash_on[0]), "header:x-user");
+  EXPECT_EQ(http::to_string(k.hash_on[1]), "query:id");
+  EXPECT_TRUE(k.sticky.enabled);
+  EXPECT_EQ(k.sticky.cookie, "srv");
+  EXPECT_EQ(k.sticky.max_age, 60);
+  EXPECT_TRUE(k.sticky.secure);
+  EXPECT_TRUE(k.sticky.httponly);
+  EXPECT_EQ(k.sticky.path, "/");
+  auto d = parsed("lb = \"ring_hash\"", &errors);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->clusters[0].hash_on.size(), 1u);
+  EXPECT_EQ(d->clusters[0].hash_on[0].kind, http::KeyPart::CLIENT); // by default
+}
+
+TEST(ClusterPolicy, HashOnAndStickyRefusals) {
+  struct Case {
+    const char* line;
+    const char* at;
+    const char* says;
+  } cases[] = {
+      {"hash_on = \"client\"", "t.toml:6:11: ", "hash_on is the key of lb"},
+      {"lb = \"ring_hash\"\nhash_on = \"host\"", "t.toml:7:11: ", "hash_on is \"client\""},
+      {"lb = \"maglev\"\nhash_on = []", "t.toml:7:11: ", "at least one part"},
+      {"lb = \"hash\"", "t.toml:6:6: ", "\"ring_hash\" or \"maglev\""},
+      {"sticky = { cookie = \"a b\" }", "t.toml:6:21: ", "cookie is a cookie name"},
+      {"sticky = { path = \"x\" }", "t.toml:6:19: ", "path starts with '/'"},
+      {"sticky = { path = \"/;x\" }", "t.toml:6:19: ", "has no ';'"},
+  };
+  for (const auto& k : cases) {
+    std::vector<std::string> errors;
+    EXPECT_FALSE(parsed(k.line, &errors)) << k.line;
+    ASSERT_FALSE(errors.empty()) << k.line;
+    EXPECT_TRUE(errors[0].starts_with(k.at)) << errors[0];
+    EXPECT_NE(errors[0].find(k.says), std::string::npos) << errors[0];
+  }
+}
+
 } // namespace
 } // namespace portico::config
