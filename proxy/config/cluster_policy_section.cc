@@ -84,6 +84,17 @@ void read_retry(Reader& r, const toml::table& cluster, RetryConfig& rc, const st
   }
 }
 
+void read_hedge(Reader& r, const toml::table& cluster, HedgeConfig& h, const std::string& where) {
+  const toml::table* t = r.get_table(cluster, "hedge", where);
+  if (!t)
+    return;
+  const std::string w = where + " hedge";
+  h.enabled = true;
+  r.only_keys(*t, {"delay", "quantile"}, w);
+  r.get_number(*t, "delay", h.delay, w, 0.0001, 3600);
+  r.get_number(*t, "quantile", h.quantile, w, 0, 0.999);
+}
+
 void read_hash_on(Reader& r, const toml::table& cluster, ClusterConfig& cl,
                   const std::string& where) {
   const toml::node* n = cluster.get("hash_on");

@@ -54,7 +54,8 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
                "circuit_breakers",
                "retry",
                "hash_on",
-               "sticky"},
+               "sticky",
+               "hedge"},
               w);
   ClusterConfig cl;
   r.get_string(t, "name", cl.name, w, true);
@@ -109,6 +110,7 @@ void read_cluster(Reader& r, const toml::table& t, Config& c) {
   read_outlier_detection(r, t, cl.outlier, cw);
   read_circuit_breakers(r, t, cl.breakers, cw);
   read_retry(r, t, cl.retry, cw);
+  read_hedge(r, t, cl.hedge, cw);
   r.get_enum(t, "lb", kLoadBalancings, cl.lb, cw,
              cw + ": lb is \"least_request\", \"round_robin\", \"random_two\", \"ring_hash\" "
                   "or \"maglev\"");

@@ -156,6 +156,16 @@ struct StickyConfig {
   bool operator==(const StickyConfig&) const = default;
 };
 
+// Request hedging ([[cluster]] hedge): a request that may be retried and has had no response
+// head within the delay is sent to a second endpoint too; the first head wins, the other try is
+// cancelled. A hedge is a retry to the budget and the max_retries breaker.
+struct HedgeConfig {
+  bool enabled = false;
+  double delay = 0.05; // seconds; with quantile, the least delay
+  double quantile = 0; // (0, 1): the worker's recent first-byte latency at it instead (0.95)
+  bool operator==(const HedgeConfig&) const = default;
+};
+
 struct ClusterConfig {
   std::string name;
   std::vector<std::string> endpoints; // "unix:/path", "IP:port", "name:port"
@@ -188,6 +198,7 @@ struct ClusterConfig {
   OutlierConfig outlier;
   BreakerConfig breakers;
   RetryConfig retry;
+  HedgeConfig hedge;
 
   // A reload keeps a cluster's pools and metrics only when nothing in it changed.
   bool operator==(const ClusterConfig&) const = default;

@@ -212,6 +212,8 @@ std::string dump_config(const Config& c) {
                                      {"path", k.sticky.path},
                                      {"secure", k.sticky.secure},
                                      {"httponly", k.sticky.httponly}});
+    if (k.hedge.enabled)
+      t.insert("hedge", toml::table{{"delay", k.hedge.delay}, {"quantile", k.hedge.quantile}});
     toml::array on_status;
     for (int status : k.retry.on_status)
       on_status.push_back(status);

@@ -24,6 +24,8 @@ void read_circuit_breakers(Reader& r, const toml::table& cluster, BreakerConfig&
                            const std::string& where);
 // A cluster's retry table, when it has one (cluster_policy_section.cc).
 void read_retry(Reader& r, const toml::table& cluster, RetryConfig& rc, const std::string& where);
+// A cluster's hedge table (cluster_policy_section.cc).
+void read_hedge(Reader& r, const toml::table& cluster, HedgeConfig& h, const std::string& where);
 // A cluster's hash_on (with lb ring_hash or maglev) and sticky table (cluster_policy_section.cc).
 void read_hash_on(Reader& r, const toml::table& cluster, ClusterConfig& cl,
                   const std::string& where);

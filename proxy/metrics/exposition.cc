@@ -229,6 +229,9 @@ void append_cluster_metrics(std::vector<MetricFamily>& out, const config::Config
   by_cluster("portico_upstream_retries_total",
              "Requests sent upstream again, by why that was safe.", "reason", kRetryReasons,
              &ClusterMetrics::retries);
+  by_cluster("portico_upstream_hedges_total",
+             "Hedged tries ([[cluster]] hedge), by what became of them.", "outcome", kHedgeOutcomes,
+             &ClusterMetrics::hedges);
 }
 
 // The pools' gauges, by endpoint.

@@ -51,6 +51,12 @@ inline constexpr const char* kRetryReasons[] = {"connect_failed", "refused_strea
                                                 "non_idempotent"};
 inline constexpr size_t kRetryReasonCount = std::size(kRetryReasons);
 
+// What became of hedged tries ([[cluster]] hedge): their answer was the one used, the first
+// try's came first (the hedge cancelled), or the hedge failed.
+enum class HedgeOutcome : uint8_t { WON, LOST, FAILED };
+inline constexpr const char* kHedgeOutcomes[] = {"won", "lost", "failed"};
+inline constexpr size_t kHedgeOutcomeCount = std::size(kHedgeOutcomes);
+
 struct RouteMetrics {
   explicit RouteMetrics(const std::vector<double>* bounds) : duration(bounds) {}
   RequestCounts requests;             // by listener, protocol, code and who answered
@@ -68,6 +74,7 @@ struct ClusterMetrics {
   Histogram upstream;   // request handed to the connection to the response's last byte
   ErrorCounters errors; // error_kinds.h
   Counter retries[kRetryReasonCount];
+  Counter hedges[kHedgeOutcomeCount];
   std::vector<EndpointGauges> endpoints; // in configuration order
 };
 

@@ -66,6 +66,7 @@ void ProxiedExchange::answer(server::Exchange& ex, const Route& route, const Rou
 ProxiedExchange::~ProxiedExchange() {
   for (size_t b = 0; b < metrics::kBreakerCount; ++b)
     leave(static_cast<metrics::Breaker>(b));
+  delete hedge_; // cancelled first, if it still races
   delete chain_;
   if (pool_)
     pool_->release();
@@ -275,6 +276,8 @@ void ProxiedExchange::overflow(metrics::Breaker b) {
 
 void ProxiedExchange::stop_upstream() {
   stop_timer();
+  if (hedge_)
+    hedge_->cancel();
   leave(metrics::Breaker::MAX_PENDING);
   if (queued)
     pool_->cancel(this);
@@ -308,9 +311,12 @@ void ProxiedExchange::on_upstream_ready(upstream::UpstreamStream& up) {
     hold_client(kHeldByUpstream, false);
   if (cluster_->config().retry.per_try_timeout > 0 && framing_ != upstream::BodyFraming::TUNNEL)
     start_timer(cluster_->config().retry.per_try_timeout);
+  maybe_hedge();
 }
 
 void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
+  if (hedge_ && !hedge_->won())
+    hedge_->cancel(); // the first try answered first
   if (h.status >= 500 && retry_status(h.status))
     return; // dropped, its stream with it: the request is on its next try
   // As many fields as the upstream sent (its parser bounds them in bytes); views into its
@@ -469,7 +475,7 @@ void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Del
   }
   if (e != upstream::UpstreamError::LOCAL_RESOURCES) // the proxy's shortage, not the endpoint's
     cluster_->outcome(*pool_, 0);
-  try_failed(e, delivery, upstream::to_string(e));
+  primary_failed(e, delivery, upstream::to_string(e));
 }
 
 void ProxiedExchange::fail(int status, std::string_view body,

@@ -12,6 +12,7 @@
 #include "metrics/cluster_policy_counters.h"
 #include "routing/exchange_record.h"
 #include "routing/filter_chain.h"
+#include "routing/hedge.h"
 #include "routing/retry_policy.h"
 #include "routing/route.h"
 #include "server/exchange.h"
@@ -66,6 +67,7 @@ public:
   ~ProxiedExchange() override;
 
 private:
+  friend class Hedge; // a second try of this request, which may take its place
   ProxiedExchange(server::Exchange& ex, const Route& route, const RouterContext& ctx,
                   metrics::AccessLog* log);
 
@@ -116,6 +118,14 @@ private:
   // Retries (proxied_exchange_retry.cc). A try failed with e (what: the error log's word for
   // it): the next try, or the failure answered.
   void try_failed(upstream::UpstreamError e, upstream::Delivery delivery, const char* what);
+  // The try on up_ failed (what: the error log's word): the hedge racing it goes on alone,
+  // or the next try, or the failure answered.
+  void primary_failed(upstream::UpstreamError e, upstream::Delivery delivery, const char* what);
+  // Hedging (routing/hedge.h): armed when a try goes up, if the cluster hedges and the
+  // request may be sent twice; the hedge's head came first; the hedge failed.
+  void maybe_hedge();
+  void hedge_won(Hedge& h);
+  void hedge_failed(upstream::UpstreamError e, upstream::Delivery delivery);
   // The upstream answered status: true when, by [[cluster]] retry on_status, the response is
   // dropped and the request tried again.
   bool retry_status(int status);
@@ -180,6 +190,7 @@ private:
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
   double tunnel_timeout_ = 0;
   ev_timer timer_;
+  Hedge* hedge_ = nullptr; // at most one per request
   State state_ = State::WAITING;
   // Conditions that hold across states rather than steps of it: the body so far is still
   // held for a retry; the client's request is complete (and came with trailers); the tries
@@ -189,6 +200,7 @@ private:
   bool request_ended_ = false;
   bool request_had_trailers_ = false;
   uint8_t retries_ = 0;
+  bool primary_lost_ = false; // the first try failed while its hedge raced on
   uint8_t breakers_held_ = 0; // a bit per metrics::Breaker this request holds a place under
   bool closed_ = false;
   uint8_t client_held_ = 0;

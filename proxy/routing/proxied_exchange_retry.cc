@@ -131,8 +131,50 @@ void ProxiedExchange::timer_cb(struct ev_loop*, ev_timer* w, int) {
     self->up_ = nullptr;
   }
   self->cluster_->outcome(*self->pool_, 0);
-  self->try_failed(upstream::UpstreamError::RESPONSE_TIMEOUT, upstream::Delivery::UNANSWERED,
-                   "per_try_timeout");
+  self->primary_failed(upstream::UpstreamError::RESPONSE_TIMEOUT, upstream::Delivery::UNANSWERED,
+                       "per_try_timeout");
+}
+
+void ProxiedExchange::primary_failed(upstream::UpstreamError e, upstream::Delivery delivery,
+                                     const char* what) {
+  if (hedge_ && hedge_->racing()) {
+    stop_timer();
+    primary_lost_ = true; // the hedge may still answer; if it fails too, hedge_failed
+    return;
+  }
+  if (hedge_)
+    hedge_->cancel(); // armed, not sent: a retry takes its place
+  try_failed(e, delivery, what);
+}
+
+void ProxiedExchange::maybe_hedge() {
+  if (!cluster_->config().hedge.enabled || hedge_ || framing_ == upstream::BodyFraming::TUNNEL)
+    return;
+  // What may be hedged is what may be retried after a reset: idempotent, or a route's
+  // retry_non_idempotent.
+  RetryPolicy policy = retry_policy();
+  policy.retry_unanswered = true;
+  if (!retry_reason(policy, upstream::UpstreamError::RESET, upstream::Delivery::UNANSWERED,
+                    ex_.request().method, replayable_))
+    return;
+  hedge_ = new Hedge(*this, ex_.loop(), cluster_->hedge_delay());
+}
+
+void ProxiedExchange::hedge_won(Hedge& h) {
+  if (up_) {
+    up_->detach(); // the first try, cancelled: an h2c stream reset, a connection closed
+    up_ = nullptr;
+  }
+  stop_timer();
+  pool_->release();
+  pool_ = h.pool();
+  up_ = h.stream();
+  h.handed_over();
+}
+
+void ProxiedExchange::hedge_failed(upstream::UpstreamError e, upstream::Delivery delivery) {
+  if (primary_lost_) // both tries failed: judged as the last one's failure
+    try_failed(e, delivery, upstream::to_string(e));
 }
 
 } // namespace portico::routing

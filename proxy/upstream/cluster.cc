@@ -209,6 +209,13 @@ UpstreamPool& Cluster::pick(const Affinity& a) {
   return *pools_[0];
 }
 
+UpstreamPool* Cluster::pick_other(const UpstreamPool& avoid) {
+  UpstreamPool& p = pick();
+  if (&p != &avoid && p.available(ev_now(loop_)) && p.healthy())
+    return &p;
+  return random_by_weight(ev_now(loop_), true, &avoid);
+}
+
 void Cluster::rebuild_members() {
   members_changed_ = false;
   // Members in the order of their ids, so that every worker builds the same table from the
@@ -221,7 +228,8 @@ void Cluster::rebuild_members() {
     bool named = !spec.is_unix && !spec.numeric;
     if (named && !p.has_address())
       continue; // a name not resolved yet
-    ids.push_back(named ? spec.text + "=" + core::proxy_protocol::address_text(p.address().storage) : spec.text);
+    ids.push_back(named ? spec.text + "=" + core::proxy_protocol::address_text(p.address().storage)
+                        : spec.text);
     member_pool_.push_back(i);
   }
   std::vector<size_t> order(ids.size());

@@ -8,6 +8,7 @@
 // name's first pool until a first answer arrives.
 #include "config/config.h"
 #include "upstream/hash_ring.h"
+#include "upstream/hedge_delay.h"
 #include "upstream/maglev_table.h"
 #include "upstream/outlier_detector.h"
 #include "upstream/upstream_pool.h"
@@ -41,6 +42,11 @@ public:
   Cluster& operator=(const Cluster&) = delete;
 
   UpstreamPool& pick(const Affinity& a = {});
+  // Another endpoint than avoid for a hedge, by the usual balancing; null when there is none
+  // usable.
+  UpstreamPool* pick_other(const UpstreamPool& avoid);
+  // Seconds a request waits for its response head before it is hedged.
+  double hedge_delay() { return hedge_delay_.get(cfg_.hedge, metrics_.first_byte, ev_now(loop_)); }
   bool hashes() const {
     return cfg_.lb == config::LoadBalancing::RING_HASH || cfg_.lb == config::LoadBalancing::MAGLEV;
   }
@@ -142,10 +148,11 @@ private:
   std::vector<std::unique_ptr<NameRefresh>> refresh_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); // guards resolver callbacks
   size_t next_ = 0;
-  bool members_changed_ = true;                  // pools added, removed or given an address since
-  std::vector<size_t> member_pool_;              // hash table member -> index in pools_
-  HashRing ring_;                                // lb = ring_hash
-  MaglevTable maglev_;                           // lb = maglev
+  bool members_changed_ = true;     // pools added, removed or given an address since
+  std::vector<size_t> member_pool_; // hash table member -> index in pools_
+  HashRing ring_;                   // lb = ring_hash
+  MaglevTable maglev_;              // lb = maglev
+  HedgeDelay hedge_delay_;
   std::shared_ptr<OutlierDetector> outliers_;    // the process's, with outlier_detection
   metrics::BreakerCounters* breakers_ = nullptr; // the process's, with breakers or a budget
   uint64_t next_random() {

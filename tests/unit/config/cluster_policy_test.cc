@@ -73,6 +73,20 @@ TEST(ClusterPolicy, RetryRefusals) {
   }
 }
 
+TEST(ClusterPolicy, Hedge) {
+  std::vector<std::string> errors;
+  auto c = parsed("hedge = { delay = 0.01, quantile = 0.95 }", &errors);
+  ASSERT_TRUE(c) << errors[0];
+  EXPECT_TRUE(c->clusters[0].hedge.enabled);
+  EXPECT_DOUBLE_EQ(c->clusters[0].hedge.delay, 0.01);
+  EXPECT_DOUBLE_EQ(c->clusters[0].hedge.quantile, 0.95);
+  auto d = parsed("", &errors);
+  EXPECT_FALSE(d->clusters[0].hedge.enabled);
+  EXPECT_FALSE(parsed("hedge = { quantile = 1 }", &errors));
+  EXPECT_TRUE(errors.back().starts_with("t.toml:6:22: ")) << errors.back();
+  EXPECT_FALSE(parsed("hedge = { after = 1 }", &errors));
+}
+
 TEST(ClusterPolicy, HashOnAndSticky) {
   std::vector<std::string> errors;
   auto c = parsed("lb = \"maglev\"\nhash_on = [\"header:X-User\", \"query:id\"]\n"
