@@ -261,6 +261,18 @@ struct RouteConfig {
   double timeout = 0;
   int retry_on_reset = -1;
   int retry_non_idempotent = -1;
+  // Traffic mirroring (Envoy's request_mirror_policies, nginx's mirror): a fraction of the
+  // requests copied to a shadow cluster, fire and forget; the shadow's answer is dropped.
+  struct Mirror {
+    std::string cluster;
+    size_t cluster_index = 0;
+    double fraction = 1;                 // of the route's requests, drawn at random
+    std::string host_suffix = "-shadow"; // added to the host (before any port)
+    size_t max_body = 1 << 20;           // a body past it: the shadow request is abandoned
+    bool operator==(const Mirror&) const = default;
+  };
+  bool has_mirror = false;
+  Mirror mirror;
   // The values of keys that filters claim (config/route_settings.h), as their readers made
   // them: the filter that claimed `key` knows T.
   std::vector<std::pair<std::string, std::shared_ptr<const void>>> settings;

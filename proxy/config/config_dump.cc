@@ -285,6 +285,11 @@ std::string dump_config(const Config& c) {
         retry.insert("non_idempotent", r.retry_non_idempotent == 1);
       t.insert("retry", std::move(retry));
     }
+    if (r.has_mirror)
+      t.insert("mirror", toml::table{{"cluster", r.mirror.cluster},
+                                     {"fraction", r.mirror.fraction},
+                                     {"host_suffix", r.mirror.host_suffix},
+                                     {"max_body", static_cast<int64_t>(r.mirror.max_body)}});
     routes.push_back(std::move(t));
   }
   root.insert("route", std::move(routes));

@@ -42,6 +42,35 @@ std::vector<std::string> read_field_names(Reader& r, const toml::table& t, std::
   return out;
 }
 
+// mirror = { cluster, fraction, host_suffix, max_body }.
+void read_mirror(Reader& r, const toml::table& t, const Config& c, RouteConfig& rt,
+                 const std::string& w) {
+  const toml::table* m = r.get_table(t, "mirror", w);
+  if (!m)
+    return;
+  const std::string mw = w + " mirror";
+  rt.has_mirror = true;
+  auto& mirror = rt.mirror;
+  r.only_keys(*m, {"cluster", "fraction", "host_suffix", "max_body"}, mw);
+  if (r.get_string(*m, "cluster", mirror.cluster, mw, true)) {
+    bool found = false;
+    for (size_t i = 0; i < c.clusters.size(); ++i)
+      if (c.clusters[i].name == mirror.cluster) {
+        mirror.cluster_index = i;
+        found = true;
+      }
+    if (!found)
+      r.error(m->get("cluster")->source(), mw + ": no cluster named '" + mirror.cluster + "'");
+  }
+  r.get_number(*m, "fraction", mirror.fraction, mw, 0, 1);
+  if (r.get_string(*m, "host_suffix", mirror.host_suffix, mw) &&
+      mirror.host_suffix.find_first_of(" \t\r\n:/") != std::string::npos)
+    r.error(m->get("host_suffix")->source(), mw + ": host_suffix is part of a host name");
+  r.get_number(*m, "max_body", mirror.max_body, mw, 0, 1e12);
+  if (rt.websocket)
+    r.error(m->source(), mw + ": a route with websocket is not mirrored");
+}
+
 } // namespace
 
 void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders settings) {
@@ -77,6 +106,7 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
                "direct_response",
                "timeout",
                "retry",
+               "mirror",
                "stat_name"},
               w, claim);
   if (r.get_string(t, "name", rt.name, w) &&
@@ -186,6 +216,7 @@ void read_route(Reader& r, const toml::table& t, Config& c, RouteSettingsReaders
                   rt.cluster + "' speaks " +
                   std::string(to_string(c.clusters[rt.cluster_index].protocol)));
   }
+  read_mirror(r, t, c, rt, w);
   for (const auto& [key, value] : rt.settings)
     for (const auto& s : settings)
       if (s.key == key && s.check)

@@ -26,6 +26,7 @@ namespace portico::filters {
   X(prefix_rewrite, BUILT_IN)  /* prefix_rewrite */                                                \
   X(request_headers, BUILT_IN) /* request_headers_remove, request_headers_add */                   \
   X(response_headers, BUILT_IN) /* response_headers_remove, response_headers_add */                \
+  X(mirror, BUILT_IN)           /* mirror: a copy of the request as it goes upstream */            \
   X(static_files, OWN_KEY)      /* static: answered from files, after every edit above */
 
 #define PORTICO_SETTINGS_DECL_BUILT_IN(name)

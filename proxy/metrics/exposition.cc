@@ -232,6 +232,9 @@ void append_cluster_metrics(std::vector<MetricFamily>& out, const config::Config
   by_cluster("portico_upstream_hedges_total",
              "Hedged tries ([[cluster]] hedge), by what became of them.", "outcome", kHedgeOutcomes,
              &ClusterMetrics::hedges);
+  by_cluster("portico_upstream_mirrored_total",
+             "Copies of requests a route mirrored to this cluster, by what became of them.",
+             "outcome", kMirrorOutcomes, &ClusterMetrics::mirrored);
 }
 
 // The pools' gauges, by endpoint.

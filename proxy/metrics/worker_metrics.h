@@ -57,6 +57,13 @@ enum class HedgeOutcome : uint8_t { WON, LOST, FAILED };
 inline constexpr const char* kHedgeOutcomes[] = {"won", "lost", "failed"};
 inline constexpr size_t kHedgeOutcomeCount = std::size(kHedgeOutcomes);
 
+// What became of mirrored copies of requests (a route's mirror): the shadow answered (below
+// 500), failed (5xx, or no answer), or the copy was abandoned (its body past max_body, or the
+// client gone before its end).
+enum class MirrorOutcome : uint8_t { ANSWERED, FAILED, ABANDONED };
+inline constexpr const char* kMirrorOutcomes[] = {"answered", "failed", "abandoned"};
+inline constexpr size_t kMirrorOutcomeCount = std::size(kMirrorOutcomes);
+
 struct RouteMetrics {
   explicit RouteMetrics(const std::vector<double>* bounds) : duration(bounds) {}
   RequestCounts requests;             // by listener, protocol, code and who answered
@@ -75,6 +82,7 @@ struct ClusterMetrics {
   ErrorCounters errors; // error_kinds.h
   Counter retries[kRetryReasonCount];
   Counter hedges[kHedgeOutcomeCount];
+  Counter mirrored[kMirrorOutcomeCount]; // copies this cluster got as a route's mirror
   std::vector<EndpointGauges> endpoints; // in configuration order
 };
 

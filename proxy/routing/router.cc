@@ -33,6 +33,12 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
   }
   no_route_.metrics = &metrics.route(cfg.route_stats.size() - 1);
   add_filters(no_route_, nullptr);
+  shadow_routes_.resize(clusters_.size());
+  for (size_t c = 0; c < clusters_.size(); ++c) {
+    shadow_routes_[c].cluster = clusters_[c].get();
+    shadow_routes_[c].metrics = &shadow_metrics_;
+    shadow_routes_[c].label = "mirror";
+  }
 }
 
 Router::~Router() = default;
@@ -103,6 +109,13 @@ void Router::start(struct ev_loop* loop) {
 }
 
 void Router::on_request(server::Exchange& ex) {
+  if (int32_t shadow = ex.shadow_cluster(); shadow >= 0) {
+    if (static_cast<size_t>(shadow) < shadow_routes_.size())
+      ProxiedExchange::start(ex, shadow_routes_[shadow], ctx_, nullptr);
+    else
+      ProxiedExchange::answer(ex, no_route_, ctx_, nullptr, 404, "no route\n");
+    return;
+  }
   const auto& req = ex.request();
   thread_local std::string normalized;
   std::string_view path = matching_path(req.path(), normalized);

@@ -60,6 +60,12 @@ private:
   RouteIndex index_;
   std::vector<Route> routes_; // by route
   Route no_route_;            // for requests no route matched
+  // A mirrored copy goes straight to its shadow cluster (server/mirror_exchange.h): one route
+  // per cluster, no filters, counted in its own series, which /metrics does not show (the
+  // copies are counted per cluster in portico_upstream_mirrored_total).
+  std::vector<Route> shadow_routes_;
+  std::vector<double> no_bounds_;
+  metrics::RouteMetrics shadow_metrics_{&no_bounds_};
   RouterContext ctx_;
   uint32_t in_flight_ = 0;
 };

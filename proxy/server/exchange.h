@@ -92,6 +92,9 @@ public:
   uint16_t listener_index() const { return listener_index_; }
   // The proxy made it itself (a forward auth's request): it may use `internal` routes.
   bool internal() const { return internal_; }
+  // A mirrored copy (mirror_exchange.h): the index of the shadow cluster it goes to straight,
+  // without routing; -1 for every other request.
+  int32_t shadow_cluster() const { return shadow_cluster_; }
   // The client's and the proxy's ends of the connection (a PROXY protocol header's, when the
   // listener takes one); AF_UNSPEC where unknown.
   virtual void socket_addresses(sockaddr_storage& peer, sockaddr_storage& local) const {
@@ -129,6 +132,7 @@ protected:
   bool over_tls_ = false;
   bool internal_ = false;
   uint16_t listener_index_ = 0;
+  int32_t shadow_cluster_ = -1;
   bool head_sent_ = false;
   uint64_t body_bytes_sent_ = 0;
   int response_status_ = 0;

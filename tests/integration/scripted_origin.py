@@ -1,7 +1,7 @@
 """An HTTP/1.1 origin whose n-th request gets what behaviour(n) says: a status, or (status,
 seconds to wait first), or ("reset", seconds): the connection closed with no answer after that
-long. Its body is "NAME STATUS". Counts requests (and notes each one's arrival time and
-method); threaded, so slow answers overlap."""
+long. Its body is "NAME STATUS". Counts requests (and notes each one's arrival time, method,
+Host and body); threaded, so slow answers overlap."""
 import http.server
 import socket
 import socketserver
@@ -31,12 +31,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         o = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or ""):
+            body = self.read_chunked()
         with o.lock:
             o.requests += 1
             n = o.requests
             o.arrivals.append((time.monotonic(), self.command))
+            o.hosts.append(self.headers.get("Host"))
+            o.bodies.append(body)
         what = o.behaviour(n)
         status, delay = what if isinstance(what, tuple) else (what, 0)
         if delay:
@@ -55,6 +58,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_POST = do_GET
 
+    def read_chunked(self):
+        body = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b""):
+                    pass  # trailers
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
+
 
 class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True  # an origin stopped and started again on its port
@@ -67,6 +81,7 @@ class ScriptedOrigin:
         self.requests = 0
         self.arrivals = []  # (time.monotonic(), method) of each request
         self.connections = set()
+        self.hosts, self.bodies = [], []  # each request's Host and body
         self.lock = threading.Lock()
         self.server = _Server(("127.0.0.1", port), _Handler)
         self.server.daemon_threads = True
