@@ -140,16 +140,41 @@ class Http1Origin(_Origin):
         return b""
 
 
+def _drain_resets(conn, h2conn, resets, lock):
+    """Frames that came while a stream was held: the RST_STREAMs among them recorded (any
+    other frame is dropped: for hold_all's single-request tests only)."""
+    import h2.events
+    conn.settimeout(0.5)
+    try:
+        data = conn.recv(65536)
+    except (socket.timeout, BlockingIOError):
+        data = b""
+    finally:
+        conn.settimeout(None)
+    for ev in h2conn.receive_data(data) if data else []:
+        if isinstance(ev, h2.events.StreamReset):
+            with lock:
+                resets.append(ev.stream_id)
+
+
 class H2cOrigin(_Origin):
     """Prior-knowledge h2c (python3-h2) with the same paths, plus /refuse-once, and /hold, which
     is answered only once `release` is set (holding its connection's thread: a stream kept
-    open). `streams_by_connection` records (connection serial, path) of every request."""
+    open); with hold_all, every path is. `streams_by_connection` records (connection serial,
+    path) of every request, `resets` the streams the proxy reset."""
 
     def __init__(self):
         super().__init__()
         self.release = threading.Event()
         self.streams_by_connection = []
         self.serials = 0
+        self.hold_all = False  # every path held as /hold is
+        self.resets = []  # streams the proxy reset (RST_STREAM), by id
+
+    def _reset_while_held(self, conn, h2conn, stream_id):
+        _drain_resets(conn, h2conn, self.resets, self.lock)
+        with self.lock:
+            return stream_id in self.resets
 
     def serve(self, conn):
         with self.lock:
@@ -173,6 +198,9 @@ class H2cOrigin(_Origin):
                 elif isinstance(ev, h2.events.DataReceived):
                     streams[ev.stream_id][1] += len(ev.data)
                     h2conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamReset):
+                    with self.lock:
+                        self.resets.append(ev.stream_id)
                 elif isinstance(ev, h2.events.StreamEnded):
                     headers, length = streams.pop(ev.stream_id)
                     method = headers[b":method"].decode()
@@ -186,8 +214,10 @@ class H2cOrigin(_Origin):
                         self.streams_by_connection.append((serial, path))
                     if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                         return
-                    if path == "/hold":
+                    if path == "/hold" or self.hold_all:
                         self.release.wait(10)
+                        if self.hold_all and self._reset_while_held(conn, h2conn, ev.stream_id):
+                            continue
                     h2conn.send_headers(ev.stream_id, [(":status", "200"),
                                                        ("content-length", "3"),
                                                        *extra_fields(path, query)])

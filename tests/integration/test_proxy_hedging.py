@@ -8,6 +8,8 @@ import threading
 import time
 import unittest
 
+import harness
+from fake_origins import H2cOrigin
 from proxy_harness import Proxy
 from scripted_origin import ScriptedOrigin
 
@@ -126,6 +128,25 @@ class Hedging(unittest.TestCase):
         _, statuses, bodies = timed_load(self.proxy.port, 1, 4)
         self.assertEqual(statuses, [200] * 4)
         self.assertEqual(set(bodies), {b"fast 200\n"})
+
+
+class HedgingOverH2c(unittest.TestCase):
+    def test_the_losing_try_is_reset_on_its_h2c_connection(self):
+        slow, fast = H2cOrigin(), H2cOrigin()
+        slow.hold_all = True
+        for o in (slow, fast):
+            self.addCleanup(o.stop)
+        self.addCleanup(slow.release.set)
+        proxy = Proxy([slow.endpoint, fast.endpoint], workers=1, cluster_options={
+            "protocol": '"h2c"', "lb": '"round_robin"', "hedge": "{ delay = 0.05 }"})
+        self.addCleanup(proxy.stop)
+        status, body = harness.http_get(proxy.port, "/x")[:2]  # round robin: the slow one first
+        self.assertEqual((status, body), (200, b"ok\n"))
+        self.assertEqual(proxy.metric("portico_upstream_hedges_total", cluster="app",
+                                      outcome="won"), 1)
+        slow.release.set()  # it answers now, on a stream the proxy has reset
+        harness.wait_until(lambda: slow.resets == [1], what="RST_STREAM of the first try")
+        self.assertEqual(harness.http_get(proxy.port, "/y")[:2], (200, b"ok\n"))
 
 
 if __name__ == "__main__":

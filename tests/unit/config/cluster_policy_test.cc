@@ -3,6 +3,7 @@
 #include "config/config_loader.h"
 
 #include <gtest/gtest.h>
+#include <span>
 
 namespace portico::config {
 namespace {
@@ -17,6 +18,23 @@ std::string with_cluster_line(std::string_view line) {
 
 std::optional<Config> parsed(std::string_view line, std::vector<std::string>* errors) {
   return parse_config(with_cluster_line(line), "t.toml", errors);
+}
+
+// A cluster line refused: the first error at FILE:LINE:COL, saying what.
+struct Refusal {
+  const char* line;
+  const char* at;
+  const char* says;
+};
+
+void expect_refused(std::span<const Refusal> cases) {
+  for (const auto& k : cases) {
+    std::vector<std::string> errors;
+    EXPECT_FALSE(parsed(k.line, &errors)) << k.line;
+    ASSERT_FALSE(errors.empty()) << k.line;
+    EXPECT_TRUE(errors[0].starts_with(k.at)) << errors[0];
+    EXPECT_NE(errors[0].find(k.says), std::string::npos) << errors[0];
+  }
 }
 
 TEST(ClusterPolicy, RetryDefaultsAreOneImmediateRetryWithoutABudget) {
@@ -51,11 +69,7 @@ TEST(ClusterPolicy, RetryTableIsRead) {
 }
 
 TEST(ClusterPolicy, RetryRefusals) {
-  struct Case {
-    const char* line;
-    const char* at;
-    const char* says;
-  } cases[] = {
+  Refusal cases[] = {
       {"retry = { on_status = [404] }", "t.toml:6:24: ", "on_status holds 5xx statuses"},
       {"retry = { on_status = 503 }", "t.toml:6:23: ", "on_status is a list"},
       {"retry = { retries = 11 }", "t.toml:6:21: ", "'retries' must be a number from 0 to 10"},
@@ -64,13 +78,7 @@ TEST(ClusterPolicy, RetryRefusals) {
        "t.toml:6:9: ", "backoff_max is less than backoff_base"},
       {"retry = { tries = 2 }", "t.toml:6:11: ", "tries"},
   };
-  for (const auto& k : cases) {
-    std::vector<std::string> errors;
-    EXPECT_FALSE(parsed(k.line, &errors)) << k.line;
-    ASSERT_FALSE(errors.empty()) << k.line;
-    EXPECT_TRUE(errors[0].starts_with(k.at)) << errors[0];
-    EXPECT_NE(errors[0].find(k.says), std::string::npos) << errors[0];
-  }
+  expect_refused(cases);
 }
 
 TEST(ClusterPolicy, Hedge) {
@@ -111,11 +119,7 @@ TEST(ClusterPolicy, HashOnAndSticky) {
 }
 
 TEST(ClusterPolicy, HashOnAndStickyRefusals) {
-  struct Case {
-    const char* line;
-    const char* at;
-    const char* says;
-  } cases[] = {
+  Refusal cases[] = {
       {"hash_on = \"client\"", "t.toml:6:11: ", "hash_on is the key of lb"},
       {"lb = \"ring_hash\"\nhash_on = \"host\"", "t.toml:7:11: ", "hash_on is \"client\""},
       {"lb = \"maglev\"\nhash_on = []", "t.toml:7:11: ", "at least one part"},
@@ -124,13 +128,7 @@ TEST(ClusterPolicy, HashOnAndStickyRefusals) {
       {"sticky = { path = \"x\" }", "t.toml:6:19: ", "path starts with '/'"},
       {"sticky = { path = \"/;x\" }", "t.toml:6:19: ", "has no ';'"},
   };
-  for (const auto& k : cases) {
-    std::vector<std::string> errors;
-    EXPECT_FALSE(parsed(k.line, &errors)) << k.line;
-    ASSERT_FALSE(errors.empty()) << k.line;
-    EXPECT_TRUE(errors[0].starts_with(k.at)) << errors[0];
-    EXPECT_NE(errors[0].find(k.says), std::string::npos) << errors[0];
-  }
+  expect_refused(cases);
 }
 
 } // namespace
