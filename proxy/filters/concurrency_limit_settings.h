@@ -2,8 +2,8 @@
 // A route's `concurrency_limit` (filters/concurrency_limit_settings.cc reads it): requests in
 // flight per key, over the process (filters/concurrency_limit.cc).
 #include "core/cidr.h"
-#include "limits/count_table.h"
 #include "http/request_key.h"
+#include "limits/count_table.h"
 #include "metrics/limit_counters.h"
 
 #include <memory>

@@ -2,8 +2,8 @@
 // A route's `rate_limit` (filters/rate_limit_settings.cc reads it): one limit, or a list that
 // must all let a request through (filters/rate_limit.cc).
 #include "core/cidr.h"
-#include "limits/gcra_table.h"
 #include "http/request_key.h"
+#include "limits/gcra_table.h"
 #include "limits/shared_limiter.h"
 #include "metrics/limit_counters.h"
 

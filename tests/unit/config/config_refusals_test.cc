@@ -240,7 +240,8 @@ TEST(ConfigRefusals, BalancingAndHealthChecks) {
   EXPECT_EQ(c.health_check.expect_min, 200);
   EXPECT_EQ(c.health_check.expect_max, 399);
   EXPECT_NE(refused(head + "endpoints = [\"127.0.0.1:1\"]\nlb = \"fastest\"\n")
-                .find("lb is \"least_request\", \"round_robin\", \"random_two\", \"ring_hash\" or \"maglev\""),
+                .find("lb is \"least_request\", \"round_robin\", \"random_two\", \"ring_hash\" or "
+                      "\"maglev\""),
             std::string::npos);
   EXPECT_NE(refused(head + "endpoints = [{ address = \"127.0.0.1:1\", weight = 0 }]\n")
                 .find("'weight' must be a number from 1 to 1000"),
