@@ -1,40 +1,10 @@
 #include "cache/cache_control.h"
 
+#include "http/header.h"
+
 namespace portico::cache {
 
 namespace {
-
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return true;
-  switch (c) {
-  case '!':
-  case '#':
-  case '$':
-  case '%':
-  case '&':
-  case '\'':
-  case '*':
-  case '+':
-  case '-':
-  case '.':
-  case '^':
-  case '_':
-  case '`':
-  case '|':
-  case '~': return true;
-  default: return false;
-  }
-}
-
-bool is_token(std::string_view s) {
-  if (s.empty())
-    return false;
-  for (char c : s)
-    if (!is_tchar(c))
-      return false;
-  return true;
-}
 
 // One directive: name, its value (quotes removed, escapes left: no directive Portico reads
 // has one), and whether it had a value at all.
@@ -70,10 +40,10 @@ Directive next_directive(std::string_view v, size_t& pos) {
     d.value = item.substr(eq + 1);
     if (d.value.size() >= 2 && d.value.front() == '"' && d.value.back() == '"')
       d.value = d.value.substr(1, d.value.size() - 2);
-    else if (!d.value.empty() && !is_token(d.value)) // "max-age=": invalid, not ignored
+    else if (!d.value.empty() && !http::is_token(d.value)) // "max-age=": invalid, not ignored
       d.valid = false;
   }
-  d.valid = d.valid && is_token(d.name); // "max-age =1": a space is no part of a name
+  d.valid = d.valid && http::is_token(d.name); // "max-age =1": a space is no part of a name
   return d;
 }
 

@@ -8,8 +8,7 @@
 // ring_hash or maglev; sticky = { cookie, max_age, path, secure, httponly }.
 #include "config/config.h"
 #include "config/sections.h"
-
-#include <cstring>
+#include "http/header.h"
 
 namespace portico::config {
 
@@ -137,10 +136,7 @@ void read_sticky(Reader& r, const toml::table& cluster, StickyConfig& s, const s
   r.get_bool(*t, "secure", s.secure, w);
   r.get_bool(*t, "httponly", s.httponly, w);
   // A cookie name is an RFC 6265 token; a path may not end the attribute early.
-  bool token = !s.cookie.empty();
-  for (char c : s.cookie)
-    token &= c > 0x20 && c < 0x7f && !std::strchr("()<>@,;:\\\"/[]?={}", c);
-  if (!token)
+  if (!http::is_token(s.cookie))
     r.error(t->get("cookie") ? t->get("cookie")->source() : t->source(),
             w + ": cookie is a cookie name (letters, digits and !#$%&'*+-.^_`|~)");
   if (s.path.empty() || s.path[0] != '/' || s.path.find_first_of(";\r\n") != std::string::npos)

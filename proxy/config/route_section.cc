@@ -1,8 +1,8 @@
 #include "config/sections.h"
+#include "http/header.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <re2/re2.h>
 
 namespace portico::config {
@@ -18,11 +18,8 @@ read_fields(Reader& r, const toml::table& t, std::string_view key, const std::st
     return out;
   for (const auto& [k, v] : *ft) {
     std::string name(k.str());
-    bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("!#$%&'*+-.^_`|~", ch);
-    });
     auto value = v.value<std::string>();
-    if (!token || !value || value->find_first_of("\r\n") != std::string::npos) {
+    if (!http::is_token(name) || !value || value->find_first_of("\r\n") != std::string::npos) {
       r.error(v.source(), w + ": " + std::string(key) + " maps field names to string values");
       continue;
     }

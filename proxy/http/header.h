@@ -40,6 +40,11 @@ inline std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// RFC 9110 5.6.2: a token is one or more tchar (letters, digits and !#$%&'*+-.^_`|~), as field
+// names, methods, cookie names and Cache-Control directives are.
+bool is_tchar(char c);
+bool is_token(std::string_view s);
+
 // True when the comma-separated list value contains token (case-insensitive), as in
 // "Connection: keep-alive, Upgrade".
 bool list_contains(std::string_view value, std::string_view token);
