@@ -135,6 +135,9 @@ private:
   // The next try for why, on next: now, or after its backoff.
   void retry(RetryReason why, upstream::UpstreamPool* next);
   RetryPolicy retry_policy() const;
+  // Why this request, which reached the application, may be sent once more (for an
+  // on_status retry or a hedge), or none.
+  std::optional<RetryReason> resend_reason() const;
   // One timer: a retry's backoff while WAITING, a try's per_try_timeout while REQUEST.
   void start_timer(double seconds);
   void stop_timer() { ev_timer_stop(ex_.loop(), &timer_); }

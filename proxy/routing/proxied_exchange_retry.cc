@@ -65,18 +65,23 @@ bool ProxiedExchange::retry_status(int status) {
   if (rc.on_status.empty() || retries_ >= rc.retries || framing_ == upstream::BodyFraming::TUNNEL ||
       std::find(rc.on_status.begin(), rc.on_status.end(), status) == rc.on_status.end())
     return false;
-  // The application answered, so it had the request: sent again only when that is safe to
-  // do (an idempotent method, or retry_non_idempotent), as after a reset.
-  RetryPolicy policy = retry_policy();
-  policy.retry_unanswered = true; // on_status is its own switch
-  auto why = retry_reason(policy, upstream::UpstreamError::RESET, upstream::Delivery::UNANSWERED,
-                          ex_.request().method, replayable_);
+  // The application answered, so it had the request: sent again only when that is safe.
+  auto why = resend_reason();
   if (!why || !retry_allowed())
     return false; // the response goes to the client, as Envoy's last try's does
   cluster_->outcome(*pool_, status);
   stop_upstream();
   retry(*why, &pick());
   return true;
+}
+
+std::optional<RetryReason> ProxiedExchange::resend_reason() const {
+  // As after a reset, whatever retry_on_reset says (on_status and hedging are their own
+  // switches): an idempotent method, or retry_non_idempotent, with the whole body held.
+  RetryPolicy policy = retry_policy();
+  policy.retry_unanswered = true;
+  return retry_reason(policy, upstream::UpstreamError::RESET, upstream::Delivery::UNANSWERED,
+                      ex_.request().method, replayable_);
 }
 
 bool ProxiedExchange::retry_allowed() {
@@ -150,12 +155,7 @@ void ProxiedExchange::primary_failed(upstream::UpstreamError e, upstream::Delive
 void ProxiedExchange::maybe_hedge() {
   if (!cluster_->config().hedge.enabled || hedge_ || framing_ == upstream::BodyFraming::TUNNEL)
     return;
-  // What may be hedged is what may be retried after a reset: idempotent, or a route's
-  // retry_non_idempotent.
-  RetryPolicy policy = retry_policy();
-  policy.retry_unanswered = true;
-  if (!retry_reason(policy, upstream::UpstreamError::RESET, upstream::Delivery::UNANSWERED,
-                    ex_.request().method, replayable_))
+  if (!resend_reason())
     return;
   hedge_ = new Hedge(*this, ex_.loop(), cluster_->hedge_delay());
 }
