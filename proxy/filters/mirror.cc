@@ -4,6 +4,8 @@
 // arrives and never holds the client back; its answer is dropped. A body past max_body, or a
 // client gone before its end, abandons the copy; either way the request itself is untouched.
 #include "config/config.h"
+#include "core/xorshift.h"
+#include "http/request_head.h"
 #include "metrics/worker_metrics.h"
 #include "routing/filter.h"
 #include "server/mirror_exchange.h"
@@ -29,12 +31,9 @@ public:
       return routing::FilterStatus::CONTINUE;
     }
     // Envoy's shadow host: "api.example.com:8080" becomes "api.example.com-shadow:8080".
-    std::string_view host = req.authority;
-    size_t colon = host.rfind(':');
-    if (colon == std::string_view::npos || host.find(']', colon) != std::string_view::npos)
-      colon = host.size();
+    std::string_view host = http::host_of(req.authority);
     thread_local std::string authority;
-    authority.assign(host.substr(0, colon)).append(cfg_.host_suffix).append(host.substr(colon));
+    authority.assign(host).append(cfg_.host_suffix).append(req.authority.substr(host.size()));
     bool body_follows =
         req.has_body() || (req.version == http::Version::HTTP_2 && !ex.request_ended());
     mirror_ = server::MirrorExchange::start(
@@ -91,10 +90,7 @@ private:
     if (cfg_.fraction >= 1)
       return true;
     thread_local uint64_t rng = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&rng);
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return static_cast<double>(rng >> 11) * 0x1.0p-53 < cfg_.fraction;
+    return core::unit_fraction(core::xorshift64(rng)) < cfg_.fraction;
   }
   core::Counter& counter(metrics::MirrorOutcome o) {
     return shadow_.mirrored[static_cast<size_t>(o)];

@@ -7,6 +7,7 @@
 // new request; its pool goes once the requests on it have finished. Requests wait in the
 // name's first pool until a first answer arrives.
 #include "config/config.h"
+#include "core/xorshift.h"
 #include "upstream/hash_ring.h"
 #include "upstream/hedge_delay.h"
 #include "upstream/maglev_table.h"
@@ -88,7 +89,7 @@ public:
   double backoff(int n) {
     double ceiling =
         std::min(cfg_.retry.backoff_max, cfg_.retry.backoff_base * double(1 << (n - 1)));
-    return ceiling * static_cast<double>(next_random() >> 11) * 0x1.0p-53;
+    return ceiling * core::unit_fraction(next_random());
   }
   // An attempt on p ended: its status (100-599), or 0 for a gateway error of the endpoint's
   // (a failed connect, a reset, a timeout). For outlier detection, when the cluster has it.
@@ -155,12 +156,7 @@ private:
   HedgeDelay hedge_delay_;
   std::shared_ptr<OutlierDetector> outliers_;    // the process's, with outlier_detection
   metrics::BreakerCounters* breakers_ = nullptr; // the process's, with breakers or a budget
-  uint64_t next_random() {
-    rng_ ^= rng_ << 13; // xorshift64: enough for spreading requests
-    rng_ ^= rng_ >> 7;
-    rng_ ^= rng_ << 17;
-    return rng_;
-  }
+  uint64_t next_random() { return core::xorshift64(rng_); }
   // Whether b's places are counted: under a limit, or (requests and retries) for a budget.
   bool counted(metrics::Breaker b) const {
     return breakers_ && (limit_of(b) > 0 ||
