@@ -1,9 +1,12 @@
 """Load generators run in the background while a test changes the proxy under them (a reload,
 an upgrade), with their outcome parsed: h2load's request counts and status classes, wrk's
 socket errors and non-2xx responses. A failed request is anything but a 2xx answer."""
+import http.client
 import re
 import signal
 import subprocess
+import threading
+import time
 
 import harness
 
@@ -241,3 +244,33 @@ class _H2Connection:
             self.open -= again
             self.retry_later += len(again)
         return reply
+
+
+def keep_alive_requests(port, clients, each, method="GET"):
+    """clients threads, each sending `each` requests one after another on a keep-alive
+    connection to 127.0.0.1:port (a new one after a Connection: close): the (status, body,
+    seconds) of every request, in the order they finished."""
+    results, lock = [], threading.Lock()
+
+    def client():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            for _ in range(each):
+                start = time.monotonic()
+                conn.request(method, "/")
+                r = conn.getresponse()
+                body = r.read()
+                with lock:
+                    results.append((r.status, body, time.monotonic() - start))
+                if r.getheader("connection") == "close":
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results

@@ -3,42 +3,20 @@ within [[cluster]] hedge's delay is sent to a second endpoint as well; the first
 the other try is cancelled. Hedges are retries to the budget. Two endpoints, one answering in
 200 ms and one in 2 ms, requests landing on either at random: with hedging at 10 ms the p99
 drops from 200 ms to about 10 ms + 2 ms."""
-import http.client
-import threading
-import time
 import unittest
 
 import harness
 from fake_origins import H2cOrigin
+from load_clients import keep_alive_requests
 from proxy_harness import Proxy
 from scripted_origin import ScriptedOrigin
 
 
 def timed_load(port, clients, each, method="GET"):
-    """Latencies (seconds) and statuses of clients x each requests on keep-alive connections."""
-    latencies, statuses, bodies, lock = [], [], [], threading.Lock()
-
-    def client():
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            for _ in range(each):
-                start = time.monotonic()
-                conn.request(method, "/")
-                r = conn.getresponse()
-                body = r.read()
-                with lock:
-                    latencies.append(time.monotonic() - start)
-                    statuses.append(r.status)
-                    bodies.append(body)
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    return latencies, statuses, bodies
+    """Latencies (seconds), statuses and bodies of clients x each requests on keep-alive
+    connections."""
+    results = keep_alive_requests(port, clients, each, method)
+    return ([r[2] for r in results], [r[0] for r in results], [r[1] for r in results])
 
 
 def p99(latencies):

@@ -4,13 +4,14 @@ fewer than budget_min_concurrency), a jittered exponential backoff between tries
 per_try_timeout after which an idempotent request is tried again elsewhere, and on_status:
 responses tried again as a reset is. What may be retried stays the retry policy's rule: a POST
 is never sent twice."""
+import collections
 import http.client
 import random
-import threading
 import time
 import unittest
 
 import harness
+from load_clients import keep_alive_requests
 from proxy_harness import Proxy
 from scripted_origin import ScriptedOrigin
 
@@ -25,34 +26,6 @@ def request(port, method="GET", body=None):
         return r.status, r.read(), time.monotonic() - start
     finally:
         conn.close()
-
-
-def load(port, clients, each):
-    """clients keep-alive connections, each sending `each` GETs one after another: the count
-    of each status."""
-    counts, lock = {}, threading.Lock()
-
-    def client():
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            for _ in range(each):
-                conn.request("GET", "/")
-                r = conn.getresponse()
-                r.read()
-                with lock:
-                    counts[r.status] = counts.get(r.status, 0) + 1
-                if r.getheader("connection") == "close":
-                    conn.close()
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    return counts
 
 
 class RetryBudget(unittest.TestCase):
@@ -75,7 +48,8 @@ class RetryBudget(unittest.TestCase):
         script = [fails.random() < 0.5 for _ in range(20000)]
         proxy, (origin,) = self.start(
             [lambda n: ("reset", 0.005) if script[n] else (200, 0.005)], retry)
-        counts = load(proxy.port, 20, 100)
+        counts = collections.Counter(
+            status for status, _, _ in keep_alive_requests(proxy.port, 20, 100))
         retried = proxy.metric("portico_upstream_errors_total", cluster="app", kind="retried")
         refused = proxy.metric("portico_upstream_overflow_total", cluster="app",
                                breaker="retry_budget")
