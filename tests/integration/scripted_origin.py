@@ -73,6 +73,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True  # an origin stopped and started again on its port
+    # socketserver's default backlog of 5 drops SYNs when a burst of connections outpaces its
+    # accepting thread, and a dropped SYN costs the proxy a second: a real origin listens deeper.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # The proxy closing a connection it gave up on (a hedge, a per-try timeout) is a

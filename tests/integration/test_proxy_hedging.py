@@ -63,9 +63,10 @@ class Hedging(unittest.TestCase):
         self.assertGreater(without, 0.19)
         self.assertLess(hedged, 0.1)
         self.assertEqual(load_without, 400)
-        # Each hedge one more request, but for one cancelled while its connection opened.
+        # Each hedge at most one more request. Not exactly one: a first try still waiting on its
+        # connection when its hedge won never reached an origin.
         self.assertLessEqual(load, 400 + won + lost + failed)
-        self.assertGreaterEqual(load, 400 + won)
+        self.assertGreater(load, 400)
         self.assertGreater(won, 20)
         self.assertEqual(failed, 0)
 
