@@ -2,9 +2,10 @@
 """Opens COUNT idle h2c connections to HOST:PORT and holds them: the client of the idle workload.
 
 Each connection sends the client preface and an empty SETTINGS frame, answers the server's
-SETTINGS with an ACK and waits for the server's ACK of its own: "SETTINGS exchanged". Then it
-sends nothing more (no stream is opened) and only watches for the server closing it (EOF or
-GOAWAY).
+SETTINGS with an ACK and waits for the server's ACK of its own: "SETTINGS exchanged". With
+--get PATH it then sends one GET (its :authority and user-agent indexed in the server's HPACK
+table, as a browser's are) and waits for the response to end. Then it sends nothing more of its
+own (it answers SETTINGS and PINGs) and only watches for the server closing it (EOF or GOAWAY).
 
 Talks to bench/run over stdin/stdout, one line each way:
   -> "ESTABLISHED <ok> FAILED <n> SECONDS <s>"   once every connection is set up or failed
@@ -20,8 +21,18 @@ import sys
 import time
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-SETTINGS, GOAWAY, PING = 0x4, 0x7, 0x6
-ACK = 0x1
+DATA, HEADERS, SETTINGS, GOAWAY, PING = 0x0, 0x1, 0x4, 0x7, 0x6
+ACK = END_STREAM = 0x1
+END_HEADERS = 0x4
+
+
+def request_block(authority, path):
+    """GET http://authority/path, HPACK: :authority and user-agent as literals with
+    incremental indexing (static names 1 and 58), the rest from the static table."""
+    def literal(prefix, value):
+        return bytes([prefix, len(value)]) + value
+    block = b"\x82\x86" + (b"\x84" if path == "/" else literal(0x44, path.encode()))
+    return block + literal(0x41, authority.encode()) + literal(0x7a, b"idle-h2/1")
 
 
 def frame(ftype, flags=0, payload=b"", stream=0):
@@ -32,11 +43,13 @@ def frame(ftype, flags=0, payload=b"", stream=0):
 class IdleH2(asyncio.Protocol):
     """One h2c connection: SETTINGS both ways, then idle."""
 
-    def __init__(self, done):
-        self.done = done  # future: True once SETTINGS are exchanged
+    def __init__(self, done, request=None):
+        self.done = done  # future: True once SETTINGS are exchanged (and the GET answered)
+        self.request = request  # a HEADERS block to send once, or None
         self.buf = bytearray()
         self.transport = None
         self.got_settings = self.got_ack = False
+        self.sent = self.answered = False
         self.closed = False
 
     def connection_made(self, transport):
@@ -62,8 +75,15 @@ class IdleH2(asyncio.Protocol):
             elif ftype == GOAWAY:
                 self._close()
                 return
+            elif ftype in (HEADERS, DATA) and flags & END_STREAM:
+                self.answered = True
             if self.got_settings and self.got_ack and not self.done.done():
-                self.done.set_result(True)
+                if self.request and not self.sent:
+                    self.sent = True
+                    self.transport.write(frame(HEADERS, END_STREAM | END_HEADERS,
+                                               self.request, stream=1))
+                elif not self.request or self.answered:
+                    self.done.set_result(True)
 
     def _close(self):
         self.closed = True
@@ -78,12 +98,12 @@ class IdleH2(asyncio.Protocol):
             self.done.set_result(False)
 
 
-async def open_one(loop, host, port, sem, conns, timeout):
+async def open_one(loop, host, port, sem, conns, timeout, request):
     async with sem:
         done = loop.create_future()
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: IdleH2(done), host, port), timeout)
+                loop.create_connection(lambda: IdleH2(done, request), host, port), timeout)
             conns.append(proto)
             return await asyncio.wait_for(done, timeout)
         except (OSError, asyncio.TimeoutError):
@@ -98,10 +118,11 @@ async def main(args):
     loop = asyncio.get_running_loop()
     sem = asyncio.Semaphore(args.concurrency)
     conns = []
+    request = request_block(f"{args.host}:{args.port}", args.get) if args.get else None
     start = time.monotonic()
     results = await asyncio.wait_for(
-        asyncio.gather(*(open_one(loop, args.host, args.port, sem, conns, args.conn_timeout)
-                         for _ in range(args.count))), args.setup_timeout)
+        asyncio.gather(*(open_one(loop, args.host, args.port, sem, conns, args.conn_timeout,
+                                  request) for _ in range(args.count))), args.setup_timeout)
     ok = sum(1 for r in results if r)
     print(f"ESTABLISHED {ok} FAILED {args.count - ok} SECONDS {time.monotonic() - start:.3f}",
           flush=True)
@@ -126,6 +147,7 @@ if __name__ == "__main__":
     p.add_argument("--concurrency", type=int, default=256,
                    help="connections being set up at once (keeps listen backlogs from overflowing)")
     p.add_argument("--conn-timeout", type=float, default=10.0)
+    p.add_argument("--get", metavar="PATH", help="one GET on each connection before it idles")
     p.add_argument("--setup-timeout", type=float, default=120.0)
     a = p.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -265,8 +265,10 @@ class IdleClient:
 
     SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idle_h2.py")
 
-    def __init__(self, port, count, cpu, workdir, tag, limit_s=180):
+    def __init__(self, port, count, cpu, workdir, tag, limit_s=180, get=None):
         argv = [sys.executable, self.SCRIPT, "127.0.0.1", str(port), str(count)]
+        if get:
+            argv += ["--get", get]
         if cpu is not None:
             argv = ["taskset", "-c", str(cpu)] + argv
         self.err_path = os.path.join(workdir, f"{tag}.idle.txt")

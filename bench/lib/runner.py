@@ -248,14 +248,22 @@ def drive_tls_conns(spec, server, workload, cfg, workdir, tag):
     return w.measurement(spec, workload, result)
 
 
+# A used connection is measured this long after its answer, when each server has given back
+# what it gives back to a connection that idles (Portico: after [server] h2_sleep_after, 1 s).
+USED_IDLE_SETTLE_S = 3.0
+
+
 def drive_idle(spec, server, workload, cfg, workdir, tag):
     """idle: RSS of the server's tree before and with N idle h2c connections open."""
     port = server.ports["h2c"]
     rss_before = procstat.rss_kib(server.tree())
-    client = loadgen.IdleClient(port, cfg.idle_connections, cfg.cpus.client, workdir, tag)
+    client = loadgen.IdleClient(port, cfg.idle_connections, cfg.cpus.client, workdir, tag,
+                                get=workload.path if workload.one_get else None)
     try:
         with Window(server) as w:
             ok, failed, setup_s = client.established()
+        if workload.one_get:
+            time.sleep(USED_IDLE_SETTLE_S)  # a measurement's wait, the same for every server
         rss_after = procstat.rss_kib(server.tree())
         still_open, closed = client.check()
     finally:

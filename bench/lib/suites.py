@@ -41,6 +41,7 @@ class Workload:
     streams: int | None = None  # h2 streams in flight per connection; None: --streams
     h1: bool = False  # h2load --h1 (the rate workload over HTTP/1.1)
     reuse: bool = False  # tls-conns: resume the previous connection's session
+    one_get: bool = False  # idle: each connection serves one GET, then idles
     body_bytes: int | None = None  # response size of the bytes workloads
 
     @property
@@ -114,6 +115,10 @@ def proxy_workloads(opts):
         Workload("idle-h2c", f"{opts.idle_connections:,} idle h2c connections (SETTINGS "
                  "exchanged, no stream): proxy memory per connection", "h2c", "hello", "/",
                  "idle", kind="idle"),
+        Workload("used-idle-h2c", f"{opts.idle_connections:,} h2c connections idle after one "
+                 f"GET / each (measured {runner.USED_IDLE_SETTLE_S:.0f} s after the last "
+                 "answer): proxy memory per connection", "h2c", "hello", "/", "idle",
+                 kind="idle", one_get=True),
     ]
 
 

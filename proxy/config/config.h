@@ -299,6 +299,8 @@ struct ServerConfig {
   std::vector<core::Cidr> trusted_proxies;
   std::string request_id_header = "x-request-id";
   int h2_max_concurrent_streams = 100; // nghttpx's and nginx's default
+  // An HTTP/2 connection without a stream for this long gives its session back (0: never).
+  double h2_sleep_after = 1;
   int max_connections = 0; // client connections, whole process (split across workers); 0 = none
   // Buffer memory for the whole process, past which accepting pauses; 0 = none.
   double max_buffer_memory = 1 << 30;

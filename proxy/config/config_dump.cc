@@ -103,6 +103,7 @@ std::string dump_config(const Config& c) {
                              {"trusted_proxies", std::move(trusted)},
                              {"request_id_header", s.request_id_header},
                              {"h2_max_concurrent_streams", s.h2_max_concurrent_streams},
+                             {"h2_sleep_after", s.h2_sleep_after},
                              {"max_connections", s.max_connections},
                              {"max_buffer_memory", s.max_buffer_memory},
                              {"max_buffered_response_bytes", s.max_buffered_response_bytes},

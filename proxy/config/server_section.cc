@@ -9,8 +9,8 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   r.only_keys(t,
               {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
                "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
-               "h2_max_concurrent_streams", "send_timeout", "max_connections", "max_buffer_memory",
-               "max_buffered_response_bytes", "pid_file", "resolvers"},
+               "h2_max_concurrent_streams", "h2_sleep_after", "send_timeout", "max_connections",
+               "max_buffer_memory", "max_buffered_response_bytes", "pid_file", "resolvers"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
@@ -63,6 +63,7 @@ void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
               w + ": request_id_header must be a lower-case field name (a-z, 0-9, -, _), or \"\"");
   }
   r.get_number(t, "h2_max_concurrent_streams", s.h2_max_concurrent_streams, w, 1, 65536);
+  r.get_number(t, "h2_sleep_after", s.h2_sleep_after, w, 0, 86400);
 }
 
 } // namespace portico::config

@@ -37,6 +37,7 @@ server::ServerLimits limits_for(const config::Config& cfg, int workers) {
   l.parser.max_header_bytes = cfg.server.max_header_bytes;
   l.parser.max_body_bytes = cfg.server.max_body_bytes;
   l.h2_max_concurrent_streams = static_cast<uint32_t>(cfg.server.h2_max_concurrent_streams);
+  l.h2_sleep_after = cfg.server.h2_sleep_after;
   l.server_name = "portico";
   return l;
 }

@@ -145,11 +145,20 @@ ev_tstamp ClientConnection::send_deadline() const {
   return since > 0 ? since + ctx_.limits().send_timeout : 0;
 }
 
+void ClientConnection::check_within(ev_tstamp t) {
+  if (ev_timer_remaining(loop(), &timer_) > t + kSlack) {
+    timer_.repeat = std::max(kSlack, t);
+    ev_timer_again(loop(), &timer_);
+  }
+}
+
 void ClientConnection::rearm_timer() {
   ev_tstamp now = ev_now(loop());
   ev_tstamp next = now + check_interval();
+  bool open = close_state_ == CloseState::OPEN;
   // A closing connection has no request deadline left, only its output to deliver.
-  for (ev_tstamp t : {close_state_ == CloseState::OPEN ? request_deadline() : 0, send_deadline()})
+  for (ev_tstamp t : {open ? request_deadline() : 0, send_deadline(),
+                      open && session_ ? session_->sleep_due() : 0})
     if (t > 0 && t < next)
       next = t;
   timer_.repeat = std::max(kSlack, next - now);
@@ -567,6 +576,9 @@ void ClientConnection::on_timer() {
     else
       close_now();
   }
+  if (close_state_ == CloseState::OPEN && session_)
+    if (ev_tstamp t = session_->sleep_due(); t > 0 && now + kSlack >= t)
+      session_->on_sleep_due();
   if (close_state_ == CloseState::OPEN || closing_after_flush())
     rearm_timer();
 }

@@ -82,6 +82,9 @@ public:
   void expire_idle_within(ev_tstamp t);
   // Marks activity for the idle timer (a response completed).
   void touch() { last_activity_ = ev_now(loop()); }
+  // Have the timer look again within t (a session's sleep_due() moved closer). Cheap when it
+  // will anyway: the timer is only moved when it is set for later.
+  void check_within(ev_tstamp t);
 
   // From the loop's deferral queue: parse deferred input, write output, or, once closed, have
   // the context destroy this.

@@ -19,6 +19,9 @@ public:
   // Stream 1 came by "Upgrade: h2c", not by a HEADERS frame.
   void opened_by_upgrade() { highest_ = 1; }
 
+  // The highest id the client opened, or -1.
+  int32_t highest() const { return highest_; }
+
   // A HEADERS frame on client stream `id` (odd): false when the id was skipped.
   bool on_headers(int32_t id) {
     if (id > highest_) {

@@ -363,7 +363,12 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
   auto* me = self(ud);
+  if (me->replaying_)
+    return 0; // the stream that stands for the last one before a sleep: reset at once
   me->prelude_kept_ = false; // the session holds streams (and HPACK state) from now on
+  me->sleep_wanted_ = false;
+  if (me->table_shrunk_)
+    me->submit_table_size(4096); // awake after all: the client may index again
   Http2Exchange* st = Http2Exchange::acquire(*me, f->hd.stream_id);
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st));
   me->link(st);
@@ -433,6 +438,11 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
     if ((f->hd.flags & NGHTTP2_FLAG_ACK) && me->lifecycle_ == Lifecycle::DRAINING)
       me->send_final_goaway();
     break;
+  case NGHTTP2_SETTINGS:
+    if ((f->hd.flags & NGHTTP2_FLAG_ACK) && !me->replaying_ && me->settings_unacked_ > 0)
+      --me->settings_unacked_;
+    break;
+  case NGHTTP2_GOAWAY: me->goaway_received_ = true; break;
   case NGHTTP2_RST_STREAM:
     // A stream reset before its response began: the rapid-reset pattern, which turns into
     // upstream work (and upstream connections closed mid-request) for nothing.
@@ -505,6 +515,9 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   if (me->streams_.empty()) {
     me->header_block_since_ = 0; // a stream reset inside its header block
     me->conn_.touch();           // the keep-alive wait starts now
+    me->quiet_since_ = ev_now(me->conn_.loop());
+    if (ev_tstamp after = me->conn_.context().limits().h2_sleep_after; after > 0)
+      me->conn_.check_within(after);
   }
   std::erase(me->writable_, st);
   if (auto* l = st->listener_) {
@@ -516,6 +529,8 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
 }
 
 int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f, void* ud) {
+  if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK) && !self(ud)->replaying_)
+    ++self(ud)->settings_unacked_;
   if (f->hd.type == NGHTTP2_GOAWAY) {
     size_t reason;
     switch (f->goaway.error_code) {

@@ -52,6 +52,8 @@ public:
   ev_tstamp oldest_send_wait() const override;
   void expire_send_waits(ev_tstamp before) override;
   void on_timeout() override;
+  ev_tstamp sleep_due() const override;
+  void on_sleep_due() override;
   void drain() override;
   void on_close() override;
 
@@ -92,8 +94,15 @@ private:
   // its nghttp2 session back while nothing is to be sent (nginx holds ~1.5 KiB for an idle h2
   // connection, a session ~14 KiB); what the client had sent, a few hundred bytes of
   // connection frames at most, is kept and replayed into a new session when it speaks again.
+  // A used one does after limits().h2_sleep_after without a stream, once the client has
+  // emptied our HPACK table; the frames replayed are then written to restore its state.
   void keep_prelude(const char* data, size_t n);
+  void try_sleep();
+  bool may_sleep_used();
+  void write_used_prelude();
   void wake();
+  void settle_last_stream();
+  void submit_table_size(uint32_t size);
   void dispatch(Http2Exchange& st);
   void request_ended(Http2Exchange& st);
   void send_settings();
@@ -118,8 +127,15 @@ private:
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
   static constexpr size_t kPreludeMax = 256;
-  bool prelude_kept_ = true; // prelude_ holds everything the client sent: dormancy allowed
-  bool replaying_ = false;   // wake() feeds the prelude again: no glitch is counted twice
+  bool prelude_kept_ = true;        // prelude_ holds everything the client sent: dormancy allowed
+  bool replaying_ = false;          // wake() feeds the prelude again: no glitch is counted twice
+  bool sleep_wanted_ = false;       // a used session was quiet for h2_sleep_after
+  bool table_shrunk_ = false;       // our SETTINGS asked for an HPACK table of 0 (to sleep)
+  bool goaway_received_ = false;    // the client is leaving: no sleep
+  uint8_t settings_unacked_ = 0;    // our SETTINGS frames sent and not acknowledged yet
+  int32_t asleep_last_stream_ = 0;  // asleep after streams: the last one's id (else 0)
+  uint16_t asleep_window_debt_ = 0; // ...and how far its connection window was below 65,535
+  ev_tstamp quiet_since_ = 0;       // the last stream closed
   uint16_t prelude_len_ = 0;
   char prelude_[kPreludeMax];
   Lifecycle lifecycle_ = Lifecycle::OPEN;

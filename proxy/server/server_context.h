@@ -43,6 +43,9 @@ struct ServerLimits {
   // closed under its request (the keep-alive race, moved out of every restart).
   ev_tstamp drain_idle_grace = 1;
   uint32_t h2_max_concurrent_streams = 100;
+  // A used HTTP/2 connection idle this long puts its nghttp2 session away (0: never); one
+  // that has opened no stream does at once.
+  ev_tstamp h2_sleep_after = 1;
   // Client connections this context holds at most, and per listener index (0: no limit).
   // At the limit accepting pauses; the kernel's backlog holds the rest.
   uint32_t max_connections = 0;

@@ -40,6 +40,10 @@ public:
   virtual void expire_send_waits(ev_tstamp before) {}
   // The idle or header timeout expired.
   virtual void on_timeout() = 0;
+  // When the session may put its state away while it waits for the client (HTTP/2), or 0.
+  virtual ev_tstamp sleep_due() const { return 0; }
+  // That moment came.
+  virtual void on_sleep_due() {}
   // Graceful stop: finish what is in flight, accept nothing new.
   virtual void drain() = 0;
   // The connection is going away: abort every open exchange.

@@ -2,7 +2,9 @@
 memory per idle h2 connection): it sleeps once SETTINGS are exchanged, wakes for the client's
 first frame with everything the client had said still in force (python3-h2 as the client, a
 real upstream behind), sleeps again after a PING, and a graceful stop still tells it GOAWAY;
-over TLS too. /metrics counts the sleepers."""
+over TLS too. A used one does after [server] h2_sleep_after without a stream (issue 28 item 3),
+with its HPACK tables, windows, settings and closed streams as they were. /metrics counts the
+sleepers."""
 import signal
 import socket
 import ssl
@@ -57,11 +59,22 @@ class Client:
         return (any(isinstance(e, h2.events.RemoteSettingsChanged) for e in self.events) and
                 any(isinstance(e, h2.events.SettingsAcknowledged) for e in self.events))
 
-    def get(self, path):
+    def get(self, path, method="GET", body=b""):
         sid = self.conn.get_next_available_stream_id()
-        self.conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"),
-                                     (":authority", "x"), (":path", path)], end_stream=True)
+        self.conn.send_headers(sid, [(":method", method), (":scheme", "http"),
+                                     (":authority", "x"), (":path", path),
+                                     ("user-agent", "dormancy-test/1.0")], end_stream=not body)
         self.flush()
+        while body:
+            window = min(self.conn.local_flow_control_window(sid),
+                         self.conn.max_outbound_frame_size)
+            if window == 0:
+                self.read_until(lambda: self.conn.local_flow_control_window(sid) > 0,
+                                f"window on stream {sid}")
+                continue
+            self.conn.send_data(sid, body[:window], end_stream=len(body) <= window)
+            body = body[window:]
+            self.flush()
         body, sizes = b"", []
 
         def ended():
@@ -131,6 +144,133 @@ class H2Dormancy(unittest.TestCase):
         c.read_until(lambda: any(isinstance(e, h2.events.ConnectionTerminated)
                                  for e in c.events), "GOAWAY")
         self.assertEqual(self.proxy.process.proc.wait(timeout=30), 0)
+
+
+def header_table_sizes(client):
+    """The SETTINGS_HEADER_TABLE_SIZE values the proxy has sent, in order."""
+    return [e.changed_settings[h2.settings.SettingCodes.HEADER_TABLE_SIZE].new_value
+            for e in client.events if isinstance(e, h2.events.RemoteSettingsChanged)
+            and h2.settings.SettingCodes.HEADER_TABLE_SIZE in e.changed_settings]
+
+
+class H2DormancyAfterStreams(unittest.TestCase):
+    """A connection that has served streams sleeps after h2_sleep_after (50 ms here)."""
+
+    def setUp(self):
+        self.backend = harness.Backend(workers=1)
+        self.addCleanup(self.backend.stop)
+        self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                           server_options={"h2_sleep_after": "0.05"})
+        self.addCleanup(self.proxy.stop)
+
+    def connect(self, settings=None):
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        c = Client(s, settings)
+        c.read_until(c.settled, "SETTINGS both ways")
+        return c
+
+    def asleep(self, c, n=1):
+        """Waits until n connections sleep, answering what the proxy sends meanwhile (its
+        SETTINGS asking for an empty HPACK table, which it waits for the ACK of)."""
+        c.sock.setblocking(False)
+        try:
+            def check():
+                try:
+                    data = c.sock.recv(65536)
+                    Client.assert_data(data, "sleep")
+                    c.events.extend(c.conn.receive_data(data))
+                    c.flush()
+                except BlockingIOError:
+                    pass
+                return sleepers(self.proxy) == n
+            harness.wait_until(check, what=f"{n} asleep after streams")
+        finally:
+            c.sock.setblocking(True)
+
+    def test_a_used_connection_sleeps_and_wakes_with_its_hpack_state(self):
+        c = self.connect()
+        for _ in range(3):
+            self.assertEqual(c.get("/hello")[0], b"hello world\n")
+        # The client's encoder has indexed user-agent and :authority: our decoder's table must
+        # be emptied, by the client, before the session can go.
+        self.asleep(c)
+        self.assertEqual(header_table_sizes(c), [0])
+        for cycle in range(3):
+            self.assertEqual(c.get("/hello")[0], b"hello world\n")
+            self.assertEqual(sleepers(self.proxy), 0)
+            self.assertEqual(c.get("/hello")[0], b"hello world\n")  # indexed again
+            self.asleep(c)
+        # Asked for 0 each time it slept, given 4,096 back each time it woke.
+        self.assertEqual(header_table_sizes(c), [0, 4096] * 3 + [0])
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+    def test_windows_and_settings_survive_the_sleep(self):
+        # A 100-byte stream window and a connection window spent below its initial size by a
+        # 100 KiB response: a new session that forgot either would overrun the client's.
+        c = self.connect({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 100})
+        body, sizes = c.get("/bytes?n=102400")
+        self.assertEqual(len(body), 102400)
+        self.assertLessEqual(max(sizes), 100)
+        self.asleep(c)
+        body, sizes = c.get("/bytes?n=102400")
+        self.assertEqual(len(body), 102400)
+        self.assertLessEqual(max(sizes), 100)
+        # Our receive windows: an upload of 3 MiB, more than the 1 MiB of a stream's window.
+        self.asleep(c)
+        upload = bytes(range(256)) * (3 * 4096)
+        self.assertEqual(c.get("/echo", "POST", upload)[0], upload)
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+    def test_the_connection_window_left_is_kept_across_the_sleep(self):
+        # 30,000 bytes leave the connection window at 35,535: python3-h2 sends WINDOW_UPDATE
+        # only once half of it is spent. A new session that assumed 65,535 would send 65,535
+        # bytes at once, which the client's h2 refuses (FlowControlError).
+        c = self.connect({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
+        self.assertEqual(len(c.get("/bytes?n=30000")[0]), 30000)
+        self.asleep(c)
+        self.assertEqual(len(c.get("/bytes?n=65535")[0]), 65535)
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+    def test_frames_for_closed_streams_are_judged_as_before(self):
+        c = self.connect()
+        c.get("/hello")
+        self.asleep(c)
+        # A late WINDOW_UPDATE for stream 1, closed before the sleep: allowed (RFC 9113 5.1).
+        # To a session that had not seen stream 1 it would be a frame on an idle stream.
+        c.sock.sendall(bytes.fromhex("000004080000000001000003e8"))
+        c.flush()
+        self.assertEqual(c.get("/hello")[0], b"hello world\n")
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+        self.asleep(c)
+        # HEADERS on stream 1 again: nghttp2 takes it for trailers of a stream it closed and
+        # drops it. A session that had not seen stream 1 would serve it as a new request.
+        responses = sum(isinstance(e, h2.events.ResponseReceived) for e in c.events)
+        c.sock.sendall(bytes.fromhex("000006010500000001828684010178"))
+        self.assertEqual(c.get("/hello")[0], b"hello world\n")
+        self.assertEqual(sum(isinstance(e, h2.events.ResponseReceived) for e in c.events),
+                         responses + 1)
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+    def test_a_request_while_the_table_shrinks_is_served_and_the_table_restored(self):
+        c = self.connect()
+        c.get("/hello")
+        # The proxy's SETTINGS asking for a table of 0, read but acknowledged only after the
+        # next request has gone: the session must stay awake and give the table back.
+        while header_table_sizes(c) != [0]:
+            data = c.sock.recv(65536)
+            Client.assert_data(data, "SETTINGS_HEADER_TABLE_SIZE 0")
+            c.events.extend(c.conn.receive_data(data))
+        ack = c.conn.data_to_send()
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                                  (":path", "/hello")], end_stream=True)
+        c.sock.sendall(c.conn.data_to_send() + ack)
+        c.read_until(lambda: any(isinstance(e, h2.events.StreamEnded) and e.stream_id == sid
+                                 for e in c.events), f"stream {sid}")
+        c.read_until(lambda: header_table_sizes(c) == [0, 4096], "the table given back")
+        self.assertEqual(c.get("/hello")[0], b"hello world\n")
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
 
 
 if __name__ == "__main__":

@@ -219,7 +219,7 @@ TEST(Http2ServerSession, AConnectionWithoutAStreamSleepsAndWakesWithTheClientsSe
   EXPECT_EQ(c.streams[id].body, "hello world\n");
   ASSERT_FALSE(c.data_lengths.empty());
   EXPECT_EQ(c.data_lengths.front(), 5u);
-  // With a stream behind it the session keeps its state (HPACK) for good.
+  // With a stream behind it the session stays awake until h2_sleep_after (1 s) of quiet.
   h.run_ready();
   EXPECT_EQ(sleeping(h), 0u);
   int32_t again = c.get("/y");
