@@ -248,11 +248,6 @@ def drive_tls_conns(spec, server, workload, cfg, workdir, tag):
     return w.measurement(spec, workload, result)
 
 
-# A used connection is measured this long after its answer, when each server has given back
-# what it gives back to a connection that idles (Portico: after [server] h2_sleep_after, 1 s).
-USED_IDLE_SETTLE_S = 3.0
-
-
 def drive_idle(spec, server, workload, cfg, workdir, tag):
     """idle: RSS of the server's tree before and with N idle h2c connections open."""
     port = server.ports["h2c"]
@@ -263,7 +258,9 @@ def drive_idle(spec, server, workload, cfg, workdir, tag):
         with Window(server) as w:
             ok, failed, setup_s = client.established()
         if workload.one_get:
-            time.sleep(USED_IDLE_SETTLE_S)  # a measurement's wait, the same for every server
+            # Measured once the connections have idled for the workload's duration, the same
+            # for every server: what each gives back to a connection that idles, it has.
+            time.sleep(cfg.duration(workload))
         rss_after = procstat.rss_kib(server.tree())
         still_open, closed = client.check()
     finally:

@@ -21,8 +21,9 @@ struct Block {
 
 class BlockPool {
 public:
-  // Free blocks kept through any trim: 16 MiB per thread, warm for the next burst.
-  static constexpr size_t kWarmFloor = 1024;
+  // Free blocks kept through any trim: 2 MiB per thread, warm for the next burst. (What a
+  // steady load cycles through is kept however large: trim() frees only what it left idle.)
+  static constexpr size_t kWarmFloor = 128;
 
   // The calling thread's pool. Blocks must be returned on the thread that took them.
   static BlockPool& local();

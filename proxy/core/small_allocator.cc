@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <nghttp2/nghttp2.h>
 
 namespace portico::core {
@@ -71,7 +72,8 @@ void* SmallAllocator::allocate(size_t n) {
     h[kClassByte] = static_cast<unsigned char>(kLarge);
   } else if (Chunk* k = free_[c]) {
     free_[c] = k->next;
-    --free_count_[c];
+    if (--free_count_[c] < low_[c])
+      low_[c] = free_count_[c];
     h = reinterpret_cast<unsigned char*>(k);
   } else {
     h = static_cast<unsigned char*>(std::malloc(kHeader + class_size(c)));
@@ -96,6 +98,8 @@ void SmallAllocator::deallocate(void* p) {
   unsigned char* h = header_of(p);
   size_t c = h[kClassByte];
   if (c >= kClasses || free_count_[c] >= max_free(c)) {
+    if (c >= kClasses)
+      large_freed_ += ::malloc_usable_size(h);
     std::free(h);
     return;
   }
@@ -128,6 +132,27 @@ void* SmallAllocator::reallocate(void* p, size_t n) {
 nghttp2_mem* SmallAllocator::nghttp2_allocator() {
   static nghttp2_mem mem = {nullptr, nghttp2_malloc, nghttp2_free, nghttp2_calloc, nghttp2_realloc};
   return &mem;
+}
+
+size_t SmallAllocator::trim() {
+  size_t bytes = 0;
+  for (size_t c = 0; c < kClasses; ++c) {
+    // The list is most recently freed first: keep its warm head, free its cold tail.
+    size_t keep = free_count_[c] - low_[c];
+    Chunk** tail = &free_[c];
+    for (size_t i = 0; i < keep; ++i)
+      tail = &(*tail)->next;
+    for (Chunk* k = *tail; k;) {
+      Chunk* next = k->next;
+      std::free(k);
+      k = next;
+    }
+    *tail = nullptr;
+    bytes += low_[c] * (kHeader + class_size(c));
+    free_count_[c] = static_cast<uint32_t>(keep);
+    low_[c] = free_count_[c];
+  }
+  return bytes;
 }
 
 SmallAllocator::~SmallAllocator() {

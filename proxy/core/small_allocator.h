@@ -36,6 +36,16 @@ public:
   static constexpr size_t max_free(size_t c) { return kMaxFreeBytesPerClass / (size_t{32} << c); }
   // Chunks class c holds free now (for tests and diagnostics).
   size_t free_count(size_t c) const { return free_count_[c]; }
+  // Gives back to malloc, in each class, the free chunks no allocation reached since the last
+  // call (the fewest the list held in between: what a burst left), keeping the ones a steady
+  // load cycles through; returns the bytes. Called on a timer of the owning thread's loop.
+  size_t trim();
+  // Bytes of large objects freed to malloc since the last call.
+  size_t take_large_freed() {
+    size_t n = large_freed_;
+    large_freed_ = 0;
+    return n;
+  }
 
 private:
   struct Chunk {
@@ -43,6 +53,8 @@ private:
   };
   Chunk* free_[kClasses] = {};
   uint32_t free_count_[kClasses] = {};
+  uint32_t low_[kClasses] = {}; // the fewest free chunks since the last trim
+  size_t large_freed_ = 0;
 };
 
 } // namespace portico::core

@@ -4,7 +4,7 @@
 // per loop iteration (after every callback has run) each parses deferred input, flushes its
 // output with one writev, or is destroyed when closed, so no object is ever deleted inside its
 // own callback.
-#include "core/block_pool_trimmer.h"
+#include "core/memory_trimmer.h"
 #include "core/deferred_queue.h"
 #include "http/http1_request_parser.h"
 #include "limits/count_table.h"
@@ -139,7 +139,7 @@ private:
   void check_drained();
 
   struct ev_loop* loop_;
-  core::BlockPoolTrimmer trimmer_{loop_}; // the blocks this thread's connections leave idle
+  core::MemoryTrimmer trimmer_{loop_}; // the memory this thread's connections leave idle
   RequestHandler* handler_;
   ServerLimits limits_;
   ServerStats own_stats_;

@@ -69,6 +69,41 @@ TEST(SmallAllocator, FreeListsAreBounded) {
   a.deallocate(p);
 }
 
+// What stayed free for a whole interval between two trims goes back to malloc; what an
+// allocation reached in it stays.
+TEST(SmallAllocator, TrimReleasesWhatAWholeIntervalDidNotUse) {
+  auto& a = SmallAllocator::local();
+  a.trim();
+  a.trim(); // whatever earlier tests left is gone
+  ASSERT_EQ(a.free_count(2), 0u);
+  std::vector<void*> burst;
+  for (int i = 0; i < 100; ++i)
+    burst.push_back(a.allocate(100)); // the 128-byte class, 2
+  for (void* p : burst)
+    a.deallocate(p);
+  EXPECT_EQ(a.trim(), 0u); // the burst was within this interval: all of it was in use
+  EXPECT_EQ(a.free_count(2), 100u);
+  std::vector<void*> steady;
+  for (int i = 0; i < 30; ++i)
+    steady.push_back(a.allocate(100));
+  for (void* p : steady)
+    a.deallocate(p);
+  EXPECT_EQ(a.trim(), 70u * (16 + 128)); // 70 never reached, each with its header
+  EXPECT_EQ(a.free_count(2), 30u);
+  EXPECT_EQ(a.allocate(100), steady.back()); // the warm head was kept
+  a.deallocate(steady.back());
+  EXPECT_EQ(a.trim(), 29u * (16 + 128));
+  EXPECT_EQ(a.free_count(2), 1u);
+}
+
+TEST(SmallAllocator, LargeFreesAreCounted) {
+  auto& a = SmallAllocator::local();
+  a.take_large_freed();
+  a.deallocate(a.allocate(100000));
+  EXPECT_GE(a.take_large_freed(), 100000u);
+  EXPECT_EQ(a.take_large_freed(), 0u);
+}
+
 TEST(SmallAllocator, Nghttp2CallocZeroesAndRefusesOverflow) {
   nghttp2_mem* m = SmallAllocator::nghttp2_allocator();
   auto* p = static_cast<unsigned char*>(m->malloc(64, m->mem_user_data));
