@@ -4,8 +4,8 @@
 // per loop iteration (after every callback has run) each parses deferred input, flushes its
 // output with one writev, or is destroyed when closed, so no object is ever deleted inside its
 // own callback.
-#include "core/memory_trimmer.h"
 #include "core/deferred_queue.h"
+#include "core/memory_trimmer.h"
 #include "http/http1_request_parser.h"
 #include "limits/count_table.h"
 #include "metrics/server_stats.h"
