@@ -307,6 +307,41 @@ class PorticoProxy(ProxySpec):
                              {"h1": port, "h2c": port, "tls": tls_port, "admin": admin_port}, cpu)
 
 
+class RelayFloor(ProxySpec):
+    """bench/floor/relay_floor.c: a byte relay, one origin connection per client connection,
+    one read and one write per chunk, nothing of HTTP. Not a peer: the kernel's share of any
+    proxy's work on these pairs, the limit all of them approach (bench/README.md, the floor)."""
+
+    base = "floor"
+    upstreams = ("relay",)
+    programs = ("cc",)
+    protocols = ("h1", "h2c")
+    not_applicable = {**ProxySpec.not_applicable, "tls": "a byte relay does not terminate TLS"}
+    peer = False
+    floor = True
+
+    def __init__(self, repo_dir):
+        super().__init__(1, "relay")
+        self.source = os.path.join(repo_dir, "bench", "floor", "relay_floor.c")
+
+    def version(self):
+        return "bench/floor/relay_floor.c, " + first_line(["cc", "--version"])
+
+    def describe(self):
+        return ("one thread, epoll, one origin connection per client connection (made at "
+                "accept), one read and one write per chunk; relays what the client speaks, so "
+                "an h1 workload is h1 -> h1 and an h2c one h2c -> h2c; built with cc -O2 at "
+                "the start of each measurement")
+
+    def start(self, workdir, cpu, workload=None):
+        binary = os.path.join(workdir, "relay_floor")
+        subprocess.run(["cc", "-O2", "-o", binary, self.source], check=True)
+        port = free_port()
+        o = self.origin
+        return RunningServer(self, [binary, str(port), o.path or f"{o.host}:{o.port}"], workdir,
+                             {"h1": port, "h2c": port}, cpu)
+
+
 class Varnish(ProxySpec):
     """Varnish (the cache suite): its built-in VCL in front of the origin (`-b`), memory
     storage, HTTP/2 on (h2c with prior knowledge on the same port)."""

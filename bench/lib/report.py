@@ -153,7 +153,7 @@ def is_portico(name):
 def best_peer(measurements, suite, workload, key, upstream, rnd=None):
     """(name, value) of the best peer (not Portico nor a variant of it) on key among the rows
     with this upstream protocol (any, for None): medians, or round rnd's own figures."""
-    names = [s.name for s in suite.servers if not is_portico(s.name)
+    names = [s.name for s in suite.servers if not is_portico(s.name) and s.peer
              and (upstream is None or upstream_of(s) == upstream)]
     values = []
     for name in names:
@@ -188,8 +188,17 @@ def _references(suite, workload, measurements):
     return ref, "best peer (same upstream)"
 
 
+def floor_cell(floor):
+    """"CPU/req ÷ floor": a row's CPU per request over the floor row's, on this workload."""
+    return lambda s, r: _fmt(_ratio(s.get("cpu_us"), floor and floor.get("cpu_us")), 2)
+
+
 def workload_table(suite, workload, measurements, failures=()):
     columns = TABLES[workload.kind]
+    floor = next((s for s in suite.servers if s.floor), None)
+    if floor is not None and workload.kind in ("throughput", "rate"):
+        columns = columns + [("CPU/req ÷ floor", floor_cell(
+            summarize(measurements, floor.name, workload.key)))]
     ref_of, ref_name = _references(suite, workload, measurements)
     with_upstream = any(upstream_of(s) for s in suite.servers)
     lead = ["server"] + (["upstream"] if with_upstream else [])

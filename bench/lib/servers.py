@@ -300,6 +300,8 @@ class ServerSpec:
     expected_children = 0
     not_applicable = {}  # workload key, protocol or app -> reason
     only_workloads = None
+    peer = True  # False: shown beside the peers, never the best peer a ratio divides by
+    floor = False  # True: the floor row, what the "÷ floor" column divides by
 
     def __init__(self, workers=1):
         self.workers = workers
@@ -514,6 +516,7 @@ class HitFloor(ServerSpec):
     Not a cache and not a peer: the limit any cache can approach, shown beside them."""
 
     name = "floor (sendfile)"
+    peer = False
     programs = ("cc",)
     protocols = ("h1",)
     apps = ("bytes",)

@@ -285,7 +285,7 @@ def _origin(opts):
 def proxy_suite(opts):
     origin = _origin(opts)
     h2o = isinstance(origin, H2oFiles)
-    proxy_rows = proxy_servers(opts)
+    proxy_rows = proxy_servers(opts) + [proxies.RelayFloor(REPO)]
     if h2o:
         for spec in proxy_rows:
             spec.no_counter(NO_COUNTER)
@@ -335,6 +335,11 @@ def proxy_suite(opts):
                "(bench/lib/tls_conns.py, Python's ssl: what `openssl s_time -new/-reuse` does, "
                "plus a status check per response) run one connection at a time, no ALPN "
                "(HTTP/1.1), so their conn/s is latency-bound and CPU µs/conn is what compares.",
+               "floor (relay): bench/floor/relay_floor.c, not a proxy: one origin connection "
+               "per client connection and one read and one write per chunk, nothing of HTTP, "
+               "relaying what the client speaks (h1 -> h1, h2c -> h2c; no TLS). What it costs "
+               "is the kernel's share of any proxy's work on those pairs: 'CPU/req ÷ floor' "
+               "says how far above it each row is. Not counted as a peer.",
                "idle-h2c: KiB/conn = (sum of VmRSS over the proxy's processes with every "
                "connection open − the same before the first) / connections; 'CPU µs/conn' is "
                "the proxy's CPU over the whole setup (accept, preface, SETTINGS)."],

@@ -81,6 +81,13 @@ def _pair_lines(suite, measurements, subject, client, upstream):
                 lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds,
                                    limit, higher))
             a = summarize(measurements, subject, w.key)
+            floor = next((s.name for s in suite.servers if s.floor), None)
+            f = floor and summarize(measurements, floor, w.key)
+            if a and f and a.get("cpu_us") and f.get("cpu_us"):
+                lines.append(_line(f"{w.key} CPU/req", _ratio(a["cpu_us"], f["cpu_us"]),
+                                   f"the floor (a byte relay of {client} both ways)",
+                                   _paired_ratios(measurements, subject, floor, w.key,
+                                                  "cpu_us")))
             b = nginx and summarize(measurements, nginx, w.key)
             if a and b:
                 rounds = _paired_ratios(measurements, subject, nginx, w.key, "rss_mib")
