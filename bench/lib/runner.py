@@ -173,7 +173,9 @@ class Window:
 
 
 def _url(server, workload):
-    protocol = "h1" if workload.client == "wrk" or workload.h1 else workload.protocol
+    protocol = workload.protocol
+    if protocol != "tls" and (workload.client == "wrk" or workload.h1):
+        protocol = "h1"
     url = server.url(protocol, workload.path)
     if url is None:
         raise BenchError(f"{server.name}: no TCP {protocol} endpoint for {workload.key}")

@@ -104,6 +104,11 @@ def proxy_workloads(opts):
                  f"connections x {rate_per_conn}/s, h2load --h1), GET / (hello)", "h1", "hello",
                  "/", "h2load", kind="rate", expect_body=HELLO,
                  connections=opts.rate_connections, streams=1, h1=True, duration=8),
+        # Requests over established TLS connections (issue 28 item 5): the edge's own pairs.
+        Workload("tls-h1-hello", "HTTP/1.1 over TLS keep-alive, GET / (hello): wrk, no ALPN",
+                 "tls", "hello", "/", "wrk", expect_body=HELLO),
+        Workload("tls-h2-hello-m10", "h2 over TLS (ALPN), -m10, GET / (hello)", "tls", "hello",
+                 "/", "h2load", expect_body=HELLO, streams=10),
         Workload("tls-h2-new", f"h2 over TLS, new connections at {opts.tls_rate}/s: each one "
                  "full handshake + one GET / (h2load)", "tls", "hello", "/", "h2load",
                  kind="tls-new", duration=5),

@@ -12,7 +12,7 @@ from .report import (PRIMARY, _fmt, _metric, _paired_ratios, _ratio, best_peer, 
 # The bench issue's targets on the headline workloads: CPU/req ≤ limit × the best peer of the
 # same (client, upstream) pair, and req/s ≥ the best peer's.
 CPU_LIMITS = {"h1-hello": 0.70, "h2c-hello-m1": 1.00, "h2c-hello-m10": 0.70,
-              "h2c-hello-m100": 1.00}
+              "h2c-hello-m100": 1.00, "tls-h1-hello": 0.80, "tls-h2-hello-m10": 0.80}
 RATE_WORKLOADS = ("h1-rate", "h2c-rate")  # p99 at a fixed rate ≤ the best peer's
 RSS_REFERENCE = "nginx"  # peak RSS under load and KiB per idle connection ≤ nginx's
 ARROW = "→"
