@@ -36,7 +36,9 @@ public:
   // Writes what it can of q, draining what was written.
   Io write(core::ByteQueue& q);
   // Bytes OpenSSL has decrypted and not yet handed out: read them before waiting on the socket.
-  bool pending() const { return SSL_pending(ssl_) > 0; }
+  // Bytes OpenSSL holds that the socket will not signal again: decrypted ones, or (with read
+  // ahead) records read and not yet processed.
+  bool pending() const { return SSL_has_pending(ssl_) == 1; }
   void shutdown();
   bool resumed() const { return SSL_session_reused(ssl_) != 0; }
   // The session to resume on the next connection (a reference the caller frees), or null.
