@@ -16,6 +16,7 @@ The whole run is bounded by --timeout; connection setup by --setup-timeout.
 import argparse
 import asyncio
 import resource
+import ssl
 import struct
 import sys
 import time
@@ -98,12 +99,13 @@ class IdleH2(asyncio.Protocol):
             self.done.set_result(False)
 
 
-async def open_one(loop, host, port, sem, conns, timeout, request):
+async def open_one(loop, host, port, sem, conns, timeout, request, tls):
     async with sem:
         done = loop.create_future()
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: IdleH2(done, request), host, port), timeout)
+                loop.create_connection(lambda: IdleH2(done, request), host, port, ssl=tls,
+                                       server_hostname="localhost" if tls else None), timeout)
             conns.append(proto)
             return await asyncio.wait_for(done, timeout)
         except (OSError, asyncio.TimeoutError):
@@ -119,10 +121,16 @@ async def main(args):
     sem = asyncio.Semaphore(args.concurrency)
     conns = []
     request = request_block(f"{args.host}:{args.port}", args.get) if args.get else None
+    tls = None
+    if args.tls:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+        tls.set_alpn_protocols(["h2"])
     start = time.monotonic()
     results = await asyncio.wait_for(
         asyncio.gather(*(open_one(loop, args.host, args.port, sem, conns, args.conn_timeout,
-                                  request) for _ in range(args.count))), args.setup_timeout)
+                                  request, tls) for _ in range(args.count))), args.setup_timeout)
     ok = sum(1 for r in results if r)
     print(f"ESTABLISHED {ok} FAILED {args.count - ok} SECONDS {time.monotonic() - start:.3f}",
           flush=True)
@@ -148,6 +156,7 @@ if __name__ == "__main__":
                    help="connections being set up at once (keeps listen backlogs from overflowing)")
     p.add_argument("--conn-timeout", type=float, default=10.0)
     p.add_argument("--get", metavar="PATH", help="one GET on each connection before it idles")
+    p.add_argument("--tls", action="store_true", help="h2 over TLS (ALPN h2) instead of h2c")
     p.add_argument("--setup-timeout", type=float, default=120.0)
     a = p.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -226,7 +226,7 @@ def run_h2load_new_connections(url, connections, rate, cpu, workdir, tag):
     return r
 
 
-def run_tls_conns(port, seconds, reuse, cpu, workdir, tag):
+def run_tls_conns(port, seconds, reuse, cpu, workdir, tag, tls12=False):
     """bench/lib/tls_conns.py: TLS connections one after the other for `seconds`, each a GET /
     over HTTP/1.0 read to the end; full handshakes, or resumed sessions (reuse).
 
@@ -237,6 +237,8 @@ def run_tls_conns(port, seconds, reuse, cpu, workdir, tag):
     argv = [sys.executable, script, str(port), f"--seconds={seconds:g}"]
     if reuse:
         argv.append("--reuse")
+    if tls12:
+        argv.append("--tls12")
     text, cpu_s, wall = _run_bounded(argv, cpu, seconds + 30,
                                      os.path.join(workdir, f"{tag}.tls.txt"))
     try:
@@ -265,10 +267,12 @@ class IdleClient:
 
     SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idle_h2.py")
 
-    def __init__(self, port, count, cpu, workdir, tag, limit_s=180, get=None):
+    def __init__(self, port, count, cpu, workdir, tag, limit_s=180, get=None, tls=False):
         argv = [sys.executable, self.SCRIPT, "127.0.0.1", str(port), str(count)]
         if get:
             argv += ["--get", get]
+        if tls:
+            argv.append("--tls")
         if cpu is not None:
             argv = ["taskset", "-c", str(cpu)] + argv
         self.err_path = os.path.join(workdir, f"{tag}.idle.txt")

@@ -82,6 +82,7 @@ class ProxySpec(ServerSpec):
         self.name = f"{self.base} ({upstream})"
         self.origin = None  # an Origin, set by the suite once the origin runs
         self.tls = None  # servers.TlsFiles, set by the suite
+        self.tls_rsa = None  # ...and its RSA-2048 one, for the workloads that ask for it
 
     @property
     def key(self):

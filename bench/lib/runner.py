@@ -6,6 +6,7 @@ series. Each measurement: start the server, wait until it is ready, check one re
 up (not measured), snapshot the server's CPU time, run the client, snapshot again, read the peak
 RSS, stop the server. How the client is driven depends on the workload's kind (DRIVERS).
 """
+import dataclasses
 import json
 import os
 import re
@@ -244,7 +245,7 @@ def drive_tls_conns(spec, server, workload, cfg, workdir, tag):
     check_tls_http10(port)
     with Window(server) as w:
         result = loadgen.run_tls_conns(port, cfg.duration(workload), workload.reuse,
-                                       cfg.cpus.client, workdir, tag)
+                                       cfg.cpus.client, workdir, tag, tls12=workload.tls12)
     if workload.reuse and not result.extra.get("resumed_pct"):
         log(f"  {server.name}: no session was resumed")
     return w.measurement(spec, workload, result)
@@ -252,10 +253,11 @@ def drive_tls_conns(spec, server, workload, cfg, workdir, tag):
 
 def drive_idle(spec, server, workload, cfg, workdir, tag):
     """idle: RSS of the server's tree before and with N idle h2c connections open."""
-    port = server.ports["h2c"]
+    tls = workload.protocol == "tls"
+    port = server.ports["tls" if tls else "h2c"]
     rss_before = procstat.rss_kib(server.tree())
     client = loadgen.IdleClient(port, cfg.idle_connections, cfg.cpus.client, workdir, tag,
-                                get=workload.path if workload.one_get else None)
+                                get=workload.path if workload.one_get else None, tls=tls)
     try:
         with Window(server) as w:
             ok, failed, setup_s = client.established()
@@ -285,8 +287,18 @@ def _slug(name):
 
 
 def measure_one(spec, workload, cfg, tag):
+    if not workload.pinned:
+        cfg = dataclasses.replace(cfg, cpus=Cpus(None, None))
     workdir = tempfile.mkdtemp(prefix=f"{_slug(spec.name)}-", dir=cfg.tmp_root)
-    server = spec.start(workdir, cfg.cpus.server, workload)
+    if workload.rsa:
+        # The same server with the suite's RSA certificate in place of its ECDSA one.
+        ec, spec.tls = spec.tls, spec.tls_rsa
+        try:
+            server = spec.start(workdir, cfg.cpus.server, workload)
+        finally:
+            spec.tls = ec
+    else:
+        server = spec.start(workdir, cfg.cpus.server, workload)
     try:
         server.wait_ready(timeout=30)
         server.check(workload.check_path, workload.expect_body if workload.protocol != "tls"

@@ -111,13 +111,17 @@ def http_get(endpoint, path, timeout=5):
         conn.close()
 
 
-def make_certificate(directory):
-    """A self-signed ECDSA P-256 certificate for localhost: (cert, key, cert+key in one file)."""
-    cert = os.path.join(directory, "bench-cert.pem")
-    key = os.path.join(directory, "bench-key.pem")
-    both = os.path.join(directory, "bench-cert-key.pem")
+def make_certificate(directory, rsa=False):
+    """A self-signed certificate for localhost, ECDSA P-256 (or RSA-2048): (cert, key, cert+key
+    in one file)."""
+    kind = "rsa" if rsa else "ec"
+    cert = os.path.join(directory, f"bench-{kind}-cert.pem")
+    key = os.path.join(directory, f"bench-{kind}-key.pem")
+    both = os.path.join(directory, f"bench-{kind}-cert-key.pem")
+    newkey = ["-newkey", "rsa:2048"] if rsa else ["-newkey", "ec", "-pkeyopt",
+                                                  "ec_paramgen_curve:prime256v1"]
     proc = subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+        ["openssl", "req", "-x509", *newkey,
          "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
          "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
         capture_output=True, text=True)

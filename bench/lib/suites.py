@@ -42,6 +42,9 @@ class Workload:
     h1: bool = False  # h2load --h1 (the rate workload over HTTP/1.1)
     reuse: bool = False  # tls-conns: resume the previous connection's session
     one_get: bool = False  # idle: each connection serves one GET, then idles
+    pinned: bool = True  # False: server, client and kernel share every CPU (no taskset)
+    rsa: bool = False  # tls: the servers get the RSA-2048 certificate instead of ECDSA P-256
+    tls12: bool = False  # tls-conns: the client offers TLS 1.2 at most
     body_bytes: int | None = None  # response size of the bytes workloads
 
     @property
@@ -66,10 +69,11 @@ def h2c_hello(key="h2c-hello", streams=None, duration=10.0):
                     "h2load", expect_body=HELLO, streams=streams, duration=duration)
 
 
-def h2c_static(key="h2c-static-m100", streams=100, duration=5.0):
+def h2c_static(key="h2c-static-m100", streams=100, duration=5.0, pinned=True):
+    where = "" if pinned else ", nothing pinned (server, client and kernel share both CPUs)"
     return Workload(key, f"h2c (prior knowledge), GET {STATIC_PATH} ({len(STATIC_BODY)}-byte "
-                    f"file) -m{streams}", "h2c", "static", STATIC_PATH, "h2load",
-                    expect_body=STATIC_BODY, streams=streams, duration=duration)
+                    f"file) -m{streams}{where}", "h2c", "static", STATIC_PATH, "h2load",
+                    expect_body=STATIC_BODY, streams=streams, duration=duration, pinned=pinned)
 
 
 H1_COUNTER_SHM = Workload("h1-counter-shm", "HTTP/1.1 keep-alive, GET /?id=1 (counter, shm store)",
@@ -117,6 +121,14 @@ def proxy_workloads(opts):
         Workload("tls-resumed", "TLS resumed sessions, one connection after the other, GET / "
                  "over HTTP/1.0", "tls", "hello", "/", "tls", kind="tls-conns", reuse=True,
                  duration=4),
+        Workload("tls-full-rsa", "TLS full handshakes with an RSA-2048 certificate, as "
+                 "tls-full", "tls", "hello", "/", "tls", kind="tls-conns", rsa=True,
+                 duration=4),
+        Workload("tls-full-tls12", "TLS 1.2 full handshakes (ECDHE-ECDSA), as tls-full", "tls",
+                 "hello", "/", "tls", kind="tls-conns", tls12=True, duration=4),
+        Workload("tls-resumed-tls12", "TLS 1.2 resumed sessions (tickets), as tls-resumed",
+                 "tls", "hello", "/", "tls", kind="tls-conns", reuse=True, tls12=True,
+                 duration=4),
         Workload("idle-h2c", f"{opts.idle_connections:,} idle h2c connections (SETTINGS "
                  "exchanged, no stream): proxy memory per connection", "h2c", "hello", "/",
                  "idle", kind="idle"),
@@ -125,6 +137,10 @@ def proxy_workloads(opts):
         Workload("used-idle-h2c", f"{opts.idle_connections:,} h2c connections idle after one "
                  "GET / each (measured after idling for the workload's duration): proxy "
                  "memory per connection", "h2c", "hello", "/", "idle", kind="idle",
+                 one_get=True, duration=21),
+        Workload("used-idle-tls", f"{opts.idle_connections:,} h2-over-TLS connections idle "
+                 "after one GET / each (measured after idling for the workload's duration): "
+                 "proxy memory per connection", "tls", "hello", "/", "idle", kind="idle",
                  one_get=True, duration=21),
     ]
 
@@ -182,9 +198,10 @@ class Suite:
                         spec.memcached = ("127.0.0.1", mc.ports["mc"])
             if self.tls:
                 tls = servers.make_certificate(workdir)
+                rsa = servers.make_certificate(workdir, rsa=True)
                 for spec in self._specs():
                     if hasattr(spec, "tls"):
-                        spec.tls = tls
+                        spec.tls, spec.tls_rsa = tls, rsa
             if self.origin:
                 origin_dir = os.path.join(workdir, "origin")
                 os.makedirs(origin_dir)
@@ -229,7 +246,8 @@ def backend_suite(opts):
                  servers.NginxReturn(opts.workers), H2oFiles(opts.workers),
                  servers.Starman(opts.workers)],
         workloads=[h1_hello(), h2c_hello(), h2c_hello("h2c-hello-m100", 100, duration=5),
-                   h2c_static(), H1_COUNTER_SHM, H1_COUNTER_MC],
+                   h2c_static(), h2c_static("h2c-static-m100-unpinned", pinned=False),
+                   H1_COUNTER_SHM, H1_COUNTER_MC],
         subject="portico-backend",
         reference="nginx",
         goal="portico-backend within 10% of nginx (requests/s and CPU per request)",

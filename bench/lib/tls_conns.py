@@ -44,8 +44,11 @@ def main():
     p.add_argument("--count", type=int, default=None,
                    help="stop after this many connections (or --seconds, whichever first)")
     p.add_argument("--reuse", action="store_true", help="resume the previous session")
+    p.add_argument("--tls12", action="store_true", help="offer TLS 1.2 at most")
     a = p.parse_args()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if a.tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     session = None

@@ -211,7 +211,13 @@ void Http2ServerSession::wake() {
     fail();
     return;
   }
-  asleep_last_stream_ = 0;
+  if (asleep_last_stream_ > 0) {
+    asleep_last_stream_ = 0;
+    // Woken by something other than a stream (a PING, a WINDOW_UPDATE): asleep again once it
+    // is answered, not at the next check of the timer.
+    if (ev_tstamp after = conn_.context().limits().h2_sleep_after; after > 0)
+      conn_.check_within(after);
+  }
   if (table_shrunk_)
     submit_table_size(kDefaultTableSize);
 }

@@ -205,6 +205,18 @@ class H2DormancyAfterStreams(unittest.TestCase):
         self.assertEqual(header_table_sizes(c), [0, 4096] * 3 + [0])
         self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
 
+    def test_a_ping_wakes_a_used_sleeper_which_sleeps_again(self):
+        c = self.connect()
+        c.get("/hello")
+        self.asleep(c)
+        c.conn.ping(b"12345678")
+        c.flush()
+        c.read_until(lambda: any(isinstance(e, h2.events.PingAckReceived) for e in c.events),
+                     "the PING's answer")
+        # Asleep again after h2_sleep_after, not at the connection timer's next check (30 s).
+        self.asleep(c)
+        self.assertEqual(c.get("/hello")[0], b"hello world\n")
+
     def test_windows_and_settings_survive_the_sleep(self):
         # A 100-byte stream window and a connection window spent below its initial size by a
         # 100 KiB response: a new session that forgot either would overrun the client's.
