@@ -121,9 +121,8 @@ def proxy_workloads(opts):
         Workload("tls-resumed", "TLS resumed sessions, one connection after the other, GET / "
                  "over HTTP/1.0", "tls", "hello", "/", "tls", kind="tls-conns", reuse=True,
                  duration=4),
-        Workload("tls-full-rsa", "TLS full handshakes with an RSA-2048 certificate, as "
-                 "tls-full", "tls", "hello", "/", "tls", kind="tls-conns", rsa=True,
-                 duration=4),
+        Workload("tls-full-rsa", "RSA-2048 certificate: TLS full handshakes, as tls-full", "tls",
+                 "hello", "/", "tls", kind="tls-conns", rsa=True, duration=4),
         Workload("tls-full-tls12", "TLS 1.2 full handshakes (ECDHE-ECDSA), as tls-full", "tls",
                  "hello", "/", "tls", kind="tls-conns", tls12=True, duration=4),
         Workload("tls-resumed-tls12", "TLS 1.2 resumed sessions (tickets), as tls-resumed",

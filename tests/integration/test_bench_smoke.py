@@ -19,7 +19,8 @@ SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"),
               ("portico-polled (h1)", "h1"), ("nginx (h1)", "h1"),
               ("haproxy (h1)", "h1"), ("h2o (h1)", "h1"), ("nghttpx (h1)", "h1"),
-              ("portico (h2c)", "h2c"), ("haproxy (h2c)", "h2c"), ("nghttpx (h2c)", "h2c"))
+              ("portico (h2c)", "h2c"), ("haproxy (h2c)", "h2c"), ("nghttpx (h2c)", "h2c"),
+              ("floor (relay)", "relay"))  # bench/floor/relay_floor.c, not a peer
 PROXIES = tuple(name for name, _ in PROXY_ROWS)
 STACKS = ("portico (h1) → portico-backend", "portico (h2c) → portico-backend",
           "nginx (h1) → portico-backend", "nginx (h1) → starman")
@@ -84,6 +85,8 @@ def proxy_na(heading):
           if heading not in headings}
     if heading == COUNTER_MC:
         na.update({name: NO_COUNTER for name in PROXIES if name not in na})
+    elif "TLS" in heading:
+        na["floor (relay)"] = "a byte relay does not terminate TLS"
     return na
 
 
@@ -221,10 +224,24 @@ class BenchSmokeTest(unittest.TestCase):
         for name in ran:
             self.assertEqual(resumed[name]["resumed %"], "100", f"tls-resumed {name}")
             self.assertEqual(full[name]["resumed %"], "0", f"tls-full {name}")
-        idle, ran = rows_of(f"{SMOKE_IDLE_CONNECTIONS} idle h2c connections", "connections")
+        # Issue 28's rows: the same handshakes with RSA and with TLS 1.2, and requests over
+        # established TLS connections (every proxy in its upstream modes; the floor has no TLS).
+        _, ran = rows_of("RSA-2048 certificate: TLS full handshakes", "conn/s")
+        self.assertEqual(ran, ran_full)
+        full12, ran = rows_of("TLS 1.2 full handshakes", "conn/s")
+        resumed12, _ = rows_of("TLS 1.2 resumed sessions", "conn/s")
         for name in ran:
-            self.assertEqual(number(idle[name]["connections"]), SMOKE_IDLE_CONNECTIONS, name)
-            self.assertNotEqual(idle[name]["KiB/conn"], "–", name)
+            self.assertEqual(resumed12[name]["resumed %"], "100", f"tls-resumed-tls12 {name}")
+            self.assertEqual(full12[name]["resumed %"], "0", f"tls-full-tls12 {name}")
+        rows_of("HTTP/1.1 over TLS keep-alive", "req/s")
+        rows_of("h2 over TLS (ALPN), -m10", "req/s")
+        for heading in (f"{SMOKE_IDLE_CONNECTIONS} idle h2c connections",
+                        f"{SMOKE_IDLE_CONNECTIONS} h2c connections idle after one GET",
+                        f"{SMOKE_IDLE_CONNECTIONS} h2-over-TLS connections idle after one GET"):
+            idle, ran = rows_of(heading, "connections")
+            for name in ran:
+                self.assertEqual(number(idle[name]["connections"]), SMOKE_IDLE_CONNECTIONS, name)
+                self.assertNotEqual(idle[name]["KiB/conn"], "–", name)
 
         # Target lines per (client → upstream) pair, each against a peer of that pair only.
         verdict = r"(ok|NOT MET)\. Per round: [\d.]+"
