@@ -12,6 +12,8 @@ Http1ResponseParser* self(llhttp_t* p) {
   return static_cast<Http1ResponseParser*>(p->data);
 }
 
+} // namespace
+
 double parse_keepalive_timeout(std::string_view v) {
   // "timeout=5, max=100"
   auto pos = v.find("timeout=");
@@ -22,6 +24,8 @@ double parse_keepalive_timeout(std::string_view v) {
   auto r = std::from_chars(v.data(), v.data() + v.size(), n);
   return r.ec == std::errc() && n > 0 ? static_cast<double>(n) : 0;
 }
+
+namespace {
 
 // What the Connection field says of reuse; whether the framing allows it is decided apart.
 // llhttp_should_keep_alive() would mix the two, and before on_headers_complete returns it does
@@ -67,6 +71,7 @@ void Http1ResponseParser::start(bool head_request, bool upgrade) {
   upgraded_ = false;
   interim_bytes_ = 0;
   field_ = value_ = {};
+  fast_left_ = -1;
   interim_ = in_trailers_ = done_ = started_ = failed_ = false;
   reason_ = "";
 }
@@ -121,6 +126,9 @@ size_t Http1ResponseParser::feed(const char* data, size_t len) {
 size_t Http1ResponseParser::parse(const char* data, size_t len) {
   if (failed_ || done_ || len == 0)
     return 0;
+  if (fast_left_ >= 0)
+    return fast_body(data, len);
+  bool first = !started_;
   started_ = true;
   buf_end_ = data + len;
   scan_pos_ = data;
@@ -131,6 +139,9 @@ size_t Http1ResponseParser::parse(const char* data, size_t len) {
       return 0;
     }
   }
+  if (first && scanner_.done())
+    if (long n = fast_head(data, len, static_cast<size_t>(scan_pos_ - data)); n >= 0)
+      return static_cast<size_t>(n);
   llhttp_errno_t rc = llhttp_execute(&parser_, data, len);
   if (rc == HPE_OK) {
     // A section the scanner saw end in this buffer must have ended for llhttp too (and the

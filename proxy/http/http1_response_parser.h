@@ -22,6 +22,9 @@
 
 namespace portico::http {
 
+// The timeout of "Keep-Alive: timeout=N, max=M" in seconds, 0 when absent or not a number.
+double parse_keepalive_timeout(std::string_view v);
+
 struct UpstreamResponseHead {
   int status = 0;
   int minor_version = 1;
@@ -91,6 +94,11 @@ private:
   static const llhttp_settings_t* settings();
 
   size_t parse(const char* data, size_t len);
+  // The plain final response without llhttp (http1_response_fast_head.cc): the head, whole in
+  // this buffer and accepted by the scanner, split here, and the body counted; -1 declines
+  // (nothing changed), else the bytes consumed.
+  long fast_head(const char* data, size_t len, size_t head_len);
+  size_t fast_body(const char* data, size_t len);
   // A field's first piece is a view into the input buffer (no copy); a second piece copies
   // both into the arena.
   std::string_view take(std::string_view last, std::string_view more);
@@ -113,6 +121,8 @@ private:
   const char* scan_pos_ = nullptr;
   const char* buf_end_ = nullptr;
   std::string_view field_, value_;
+  int64_t fast_left_ = -1; // >= 0: the body bytes still to come of a response read by the fast
+                           // path
   bool head_request_ = false;
   bool upgrade_ = false;  // the request asked to upgrade: a 101 is its final response
   bool upgraded_ = false; // and that 101 came
