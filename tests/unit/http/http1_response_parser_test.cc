@@ -309,8 +309,7 @@ INSTANTIATE_TEST_SUITE_P(
         Accepted{"fast_no_content_announcing_a_body",
                  "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"},
         Accepted{"fast_http_1_0_closes", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"},
-        Accepted{"fast_head_request", "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nX: y\r\n\r\n",
-                 true},
+        Accepted{"fast_head_request", "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nX: y\r\n\r\n", true},
         Accepted{"slow_connection_list", "HTTP/1.1 200 OK\r\nConnection: keep-alive, x\r\n"
                                          "Content-Length: 1\r\n\r\nx"},
         Accepted{"slow_proxy_connection", "HTTP/1.1 200 OK\r\nProxy-Connection: close\r\n"
