@@ -88,11 +88,14 @@ class Client:
         return body, sizes
 
 
-class H2Dormancy(unittest.TestCase):
+class Sleepers(unittest.TestCase):
+    """A proxy in front of portico-backend, and h2c clients to it."""
+    proxy_options = {}
+
     def setUp(self):
         self.backend = harness.Backend(workers=1)
         self.addCleanup(self.backend.stop)
-        self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1, tls=True)
+        self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1, **self.proxy_options)
         self.addCleanup(self.proxy.stop)
 
     def connect(self, settings=None):
@@ -101,6 +104,10 @@ class H2Dormancy(unittest.TestCase):
         c = Client(s, settings)
         c.read_until(c.settled, "SETTINGS both ways")
         return c
+
+
+class H2Dormancy(Sleepers):
+    proxy_options = {"tls": True}
 
     def test_sleeps_and_wakes_with_the_clients_settings(self):
         # A 5-byte stream window: a session that forgot it would send hello in one frame.
@@ -153,22 +160,9 @@ def header_table_sizes(client):
             and h2.settings.SettingCodes.HEADER_TABLE_SIZE in e.changed_settings]
 
 
-class H2DormancyAfterStreams(unittest.TestCase):
+class H2DormancyAfterStreams(Sleepers):
     """A connection that has served streams sleeps after h2_sleep_after (50 ms here)."""
-
-    def setUp(self):
-        self.backend = harness.Backend(workers=1)
-        self.addCleanup(self.backend.stop)
-        self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
-                           server_options={"h2_sleep_after": "0.05"})
-        self.addCleanup(self.proxy.stop)
-
-    def connect(self, settings=None):
-        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
-        self.addCleanup(s.close)
-        c = Client(s, settings)
-        c.read_until(c.settled, "SETTINGS both ways")
-        return c
+    proxy_options = {"server_options": {"h2_sleep_after": "0.05"}}
 
     def asleep(self, c, n=1):
         """Waits until n connections sleep, answering what the proxy sends meanwhile (its
