@@ -61,7 +61,9 @@ class Hedging(unittest.TestCase):
               f"{load} (+{load / 400 - 1:.0%}); hedges won {won:.0f}, lost {lost:.0f}, "
               f"failed {failed:.0f}, refused by the budget {refused:.0f}")
         self.assertGreater(without, 0.19)
-        self.assertLess(hedged, 0.1)
+        # Under the slow endpoint's 200 ms: its tail was cut by hedges. (Quiet, it is 13-18 ms;
+        # CI, building the ASan tree beside the suite, once saw 127 ms.)
+        self.assertLess(hedged, 0.15)
         self.assertEqual(load_without, 400)
         # Each hedge at most one more request. Not exactly one: a first try still waiting on its
         # connection when its hedge won never reached an origin.
