@@ -381,10 +381,12 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
                                   void* ud) {
   if (f->hd.type != NGHTTP2_HEADERS)
     return 0;
+  auto* me = self(ud);
+  if (int rv = me->decoded_field(namelen + valuelen + 32); rv != 0)
+    return rv;
   Http2Exchange* st = stream_of(s, f->hd.stream_id);
   if (!st || st->phase_ == Http2Exchange::Phase::TOO_LARGE)
     return 0;
-  auto* me = self(ud);
   if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
     // Trailers (nghttp2 has refused pseudo-fields and invalid ones): kept for the listener.
     // Over the limit the request cannot be passed on whole: the stream is reset, never sent

@@ -113,6 +113,9 @@ private:
   // ends the connection after a GOAWAY(ENHANCE_YOUR_CALM). closed_stream: a frame for a
   // stream that is not open, which a stream closed just before may excuse.
   int glitch(bool closed_stream = false);
+  // A decoded request header field of `bytes` (name, value and 32), charged to the glitch
+  // budget past its block's allowance: 0, or the callback failure glitch() returns.
+  int decoded_field(size_t bytes);
   void send_final_goaway();
 
   ClientConnection& conn_;

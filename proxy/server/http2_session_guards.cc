@@ -1,5 +1,6 @@
 // What an HTTP/2 client connection is allowed, beside the protocol nghttp2 checks: the glitch
-// budget (frames that serve no request end in GOAWAY(ENHANCE_YOUR_CALM)), the stream ids a
+// budget (frames that serve no request, and header blocks HPACK multiplied, end in
+// GOAWAY(ENHANCE_YOUR_CALM)), the stream ids a
 // client skipped (RFC 9113 5.1.1, which nghttp2 leaves unchecked), and the send timeout of a
 // stream whose window the client keeps shut. Part of Http2ServerSession.
 #include "http/nghttp2_check.h"
@@ -14,6 +15,13 @@ int Http2ServerSession::glitch(bool closed_stream) {
     return 0; // counted when the frames first came
   ev_tstamp now = ev_now(conn_.loop());
   if (closed_stream ? glitches_.spend_on_closed_stream(now) : glitches_.spend(now))
+    return 0;
+  PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM));
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+int Http2ServerSession::decoded_field(size_t bytes) {
+  if (replaying_ || glitches_.decoded(bytes, ev_now(conn_.loop())))
     return 0;
   PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM));
   return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -48,7 +56,9 @@ int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_h
       PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(s, NGHTTP2_PROTOCOL_ERROR));
       return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
+    me->glitches_.header_block_frame(hd->length, true);
     break;
+  case NGHTTP2_CONTINUATION: me->glitches_.header_block_frame(hd->length, false); break;
   case NGHTTP2_DATA:
     if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM))
       return me->glitch(); // carries nothing, ends nothing

@@ -34,6 +34,24 @@ def request_block(path="/hello", method="GET"):
                                    (":authority", "x"), (":path", path)])
 
 
+def hpack_bomb_frames(sid, references):
+    """A request's header block that indexes one 4,000-byte field and then refers to it
+    `references` times (one byte each: dynamic index 62), cut into HEADERS and CONTINUATION
+    frames of at most 16,384 bytes."""
+    block = request_block() + hpack.Encoder().encode([("x-bomb", "b" * 4000)])
+    block += b"\xbe" * references
+    chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+    out = frame(HEADERS, END_STREAM | (END_HEADERS if len(chunks) == 1 else 0), sid, chunks[0])
+    for i, chunk in enumerate(chunks[1:], 1):
+        out += frame(CONTINUATION, END_HEADERS if i == len(chunks) - 1 else 0, sid, chunk)
+    return out
+
+
+def plain_status(block):
+    """The :status of a response header block (the server's first, so no dynamic entry)."""
+    return dict(hpack.Decoder().decode(block))[":status"]
+
+
 class FrameReader(threading.Thread):
     """Reads the server's frames until EOF, while the test sends: (type, flags, stream,
     payload) tuples. Registered with the test so that it ends before its socket is closed: a
@@ -164,6 +182,62 @@ class H2Floods(unittest.TestCase):
         block = request_block()
         frames = frame(HEADERS, 0, 1, block[:4]) + frame(CONTINUATION, 0, 1, b"") * 1000
         self.flood(b"", frames, expect=(ENHANCE_YOUR_CALM, PROTOCOL_ERROR, INTERNAL_ERROR))
+
+    def test_an_hpack_bomb_ends_the_connection(self):
+        # Issue 29: one 4,000-byte field indexed, then 16,000 one-byte references to it: 64 MB
+        # of fields from 20 KB on the wire. Decoded bytes past a block's allowance spend the
+        # glitch budget, which ends such a connection early in its first block.
+        frames = hpack_bomb_frames(1, references=16_000)
+        self.flood(b"", frames, expect=(ENHANCE_YOUR_CALM,))
+
+    def test_requests_that_each_decode_to_large_blocks_spend_the_budget(self):
+        # Each request is a dozen bytes that decode to 28 KB (under max_header_bytes, 32 KiB):
+        # within the limit each time, over 2,000x the client's bytes. Sent 50 at a time (under
+        # the 100 streams allowed at once, whose excess nghttp2 would decode unseen), they end
+        # the connection once the budget is spent, and not before some were answered.
+        s, reader = self.connect()
+        encoder = hpack.Encoder()
+        fields = [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                  (":path", "/hello")] + [("x-big", "b" * 3900)] * 7  # one entry fits the table
+        s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 1, encoder.encode(fields)))
+        self.assertTrue(reader.wait_stream_end(1), "the first request unanswered")
+        again = encoder.encode(fields)
+        self.assertLess(len(again), 20)
+        sid, answered = 3, 1
+        for _ in range(20):
+            batch = range(sid, sid + 100, 2)
+            sid += 100
+            try:
+                s.sendall(b"".join(frame(HEADERS, END_HEADERS | END_STREAM, i, again)
+                                   for i in batch))
+            except OSError:
+                break
+            if not all(reader.wait_stream_end(i) for i in batch):
+                break
+            answered += len(batch)
+        self.assertLess(answered, 1001, "1,000 requests answered: the budget never ran out")
+        self.assertGreaterEqual(answered, 51)
+        self.assertTrue(reader.closed.wait(15), "connection still open")
+        self.assertEqual(reader.goaway_codes()[-1:], [ENHANCE_YOUR_CALM])
+
+    def test_a_large_block_sent_plainly_is_a_431_and_the_connection_stays(self):
+        # The client spent the bytes itself: no amplification, so no glitch; the request is
+        # refused and the connection serves the next one.
+        s, reader = self.connect()
+        plain = hpack.Encoder()
+        block = plain.encode([(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                              (":path", "/hello"), ("x-big", "p" * 40_000)],
+                             huffman=False)
+        s.sendall(frame(HEADERS, END_STREAM, 1, block[:16384]) +
+                  frame(CONTINUATION, 0, 1, block[16384:32768]) +
+                  frame(CONTINUATION, END_HEADERS, 1, block[32768:]))
+        self.assertTrue(reader.wait_stream_end(1), "the large request unanswered")
+        status = [p for t, _, sid, p in reader.frames if t == HEADERS and sid == 1]
+        self.assertEqual(plain_status(status[0]), "431")
+        s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 3, plain.encode(
+            [(":method", "GET"), (":scheme", "http"), (":authority", "x"), (":path", "/hello")])))
+        self.assertTrue(reader.wait_stream_end(3), "the next request unanswered")
+        self.assertEqual(reader.goaway_codes(), [])
 
     def test_a_normal_connection_is_untouched_by_the_budget(self):
         # 90 requests (under the 100 streams allowed at once), each with a PRIORITY frame and a

@@ -36,6 +36,42 @@ TEST(GlitchBudget, ASteadyTrickleBelowTheRateLastsForever) {
     ASSERT_TRUE(b.spend(i * 2.0 / GlitchBudget::kRate)) << i;
 }
 
+TEST(GlitchBudget, DecodedBytesPastTheAllowanceAreCharged) {
+  // A block of 100 wire bytes may decode to 16 KiB + 400 bytes for free.
+  GlitchBudget b;
+  b.header_block_frame(60, true);
+  b.header_block_frame(40, false);
+  const size_t free = GlitchBudget::kFreeDecoded + GlitchBudget::kFreePerWireByte * 100;
+  ASSERT_TRUE(b.decoded(free, 0));
+  // Past it, a glitch per KiB: the burst lasts kBurst KiB more of this block.
+  ASSERT_TRUE(b.decoded(GlitchBudget::kDecodedPerGlitch * GlitchBudget::kBurst, 0));
+  EXPECT_FALSE(b.decoded(GlitchBudget::kDecodedPerGlitch, 0));
+}
+
+TEST(GlitchBudget, EachBlockHasItsOwnAllowance) {
+  // Blocks that each stay within their allowance never spend anything.
+  GlitchBudget b;
+  for (int i = 0; i < 10000; ++i) {
+    b.header_block_frame(10, true);
+    ASSERT_TRUE(b.decoded(GlitchBudget::kFreeDecoded, 0)) << i;
+  }
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(b.spend(0)) << i;
+  EXPECT_FALSE(b.spend(0));
+}
+
+TEST(GlitchBudget, ABlockSentPlainlyIsNotCharged) {
+  // 100 KB of fields the client sent as 100 KB of literals: no amplification.
+  GlitchBudget b;
+  for (int i = 0; i < 7; ++i)
+    b.header_block_frame(16384, i == 0);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(b.decoded(1000, 0));
+  for (int i = 0; i < GlitchBudget::kBurst; ++i)
+    ASSERT_TRUE(b.spend(0)) << i;
+  EXPECT_FALSE(b.spend(0));
+}
+
 TEST(GlitchBudget, AClosedStreamExcusesTwoLateFramesAndNoMore) {
   GlitchBudget b;
   for (int i = 0; i < 5000; ++i) {
