@@ -164,8 +164,10 @@ size_t Http2ServerSession::on_input(const char* data, size_t len) {
     keep_prelude(data, static_cast<size_t>(rv));
   if (rv < 0) {
     // A GOAWAY before the close, also for a bad client preface (RFC 9113 3.4); where one is
-    // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent.
-    PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR));
+    // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent. FLOODED: more
+    // PINGs or SETTINGS than 1,000 ACKs waiting to go out, which is no malformed frame.
+    PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(
+        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR));
     fail();
     want_write();
     return len;

@@ -7,104 +7,16 @@ TLS port, where ALPN already said h2, and after HTTP/2's request line on the cle
 import socket
 import ssl
 import struct
-import threading
-import time
 import unittest
 
 import hpack
 
 import harness
+from h2_frames import (CONTINUATION, DATA, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, FLOOD,
+                       HEADERS, INTERNAL_ERROR, PING, PREFACE, PRIORITY, PROTOCOL_ERROR,
+                       RST_STREAM, SETTINGS, WINDOW_UPDATE, FrameReader, frame,
+                       goaways_sent, hpack_bomb_frames, plain_status, request_block)
 from proxy_harness import Proxy
-
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
-    0, 1, 2, 3, 4, 6, 7, 8, 9)
-END_STREAM, END_HEADERS = 0x1, 0x4
-PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM = 0x1, 0x2, 0xB
-FLOOD = 100_000
-
-
-def frame(ftype, flags, stream, payload=b""):
-    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
-        struct.pack(">I", stream) + payload
-
-
-def request_block(path="/hello", method="GET"):
-    return hpack.Encoder().encode([(":method", method), (":scheme", "http"),
-                                   (":authority", "x"), (":path", path)])
-
-
-def hpack_bomb_frames(sid, references):
-    """A request's header block that indexes one 4,000-byte field and then refers to it
-    `references` times (one byte each: dynamic index 62), cut into HEADERS and CONTINUATION
-    frames of at most 16,384 bytes."""
-    block = request_block() + hpack.Encoder().encode([("x-bomb", "b" * 4000)])
-    block += b"\xbe" * references
-    chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
-    out = frame(HEADERS, END_STREAM | (END_HEADERS if len(chunks) == 1 else 0), sid, chunks[0])
-    for i, chunk in enumerate(chunks[1:], 1):
-        out += frame(CONTINUATION, END_HEADERS if i == len(chunks) - 1 else 0, sid, chunk)
-    return out
-
-
-def plain_status(block):
-    """The :status of a response header block (the server's first, so no dynamic entry)."""
-    return dict(hpack.Decoder().decode(block))[":status"]
-
-
-class FrameReader(threading.Thread):
-    """Reads the server's frames until EOF, while the test sends: (type, flags, stream,
-    payload) tuples. Registered with the test so that it ends before its socket is closed: a
-    reader left blocked on a closed descriptor number reads from whatever socket gets the
-    number next (another test's connection)."""
-
-    def __init__(self, test, sock):
-        super().__init__(daemon=True)
-        self.sock, self.frames, self.closed = sock, [], threading.Event()
-        test.addCleanup(self.stop)
-        self.start()
-
-    def stop(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.join(10)
-
-    def run(self):
-        buf = b""
-        try:
-            while True:
-                data = self.sock.recv(65536)
-                if not data:
-                    break
-                buf += data
-                while len(buf) >= 9:
-                    length = int.from_bytes(buf[:3], "big")
-                    if len(buf) < 9 + length:
-                        break
-                    sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
-                    self.frames.append((buf[3], buf[4], sid, buf[9:9 + length]))
-                    buf = buf[9 + length:]
-        except OSError:
-            pass
-        self.closed.set()
-
-    def wait_stream_end(self, sid, timeout=10):
-        """True once the server has ended stream sid (a frame with END_STREAM, or RST_STREAM)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(s == sid and (t == RST_STREAM or (t in (DATA, HEADERS) and f & END_STREAM))
-                   for t, f, s, _ in list(self.frames)):
-                return True
-            if self.closed.wait(0.01):
-                break
-        return False
-
-    def goaway_codes(self):
-        return [int.from_bytes(p[4:8], "big") for t, _, _, p in self.frames if t == GOAWAY]
-
-
 
 
 class H2Floods(unittest.TestCase):
@@ -182,6 +94,14 @@ class H2Floods(unittest.TestCase):
         block = request_block()
         frames = frame(HEADERS, 0, 1, block[:4]) + frame(CONTINUATION, 0, 1, b"") * 1000
         self.flood(b"", frames, expect=(ENHANCE_YOUR_CALM, PROTOCOL_ERROR, INTERNAL_ERROR))
+
+    def test_ping_flood(self):
+        # Each PING asks for an ACK: past nghttp2's 1,000 queued ACKs the client is flooding,
+        # which is ENHANCE_YOUR_CALM (it was PROTOCOL_ERROR, as for malformed bytes).
+        self.flood(b"", frame(PING, 0, 0, b"12345678") * FLOOD)
+
+    def test_settings_flood(self):
+        self.flood(b"", frame(SETTINGS, 0, 0) * FLOOD)
 
     def test_an_hpack_bomb_ends_the_connection(self):
         # Issue 29: one 4,000-byte field indexed, then 16,000 one-byte references to it: 64 MB
@@ -321,13 +241,6 @@ class H2Floods(unittest.TestCase):
         reader = FrameReader(self, s)
         self.assertTrue(reader.closed.wait(10))
         self.assertEqual(reader.goaway_codes(), [PROTOCOL_ERROR])
-
-
-def goaways_sent(proxy):
-    """GOAWAY frames the proxy has counted, every reason together."""
-    text = proxy.admin("/metrics")
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("portico_h2_goaways_sent_total{"))
 
 
 if __name__ == "__main__":
