@@ -47,12 +47,13 @@ class FrameReader(threading.Thread):
     """Reads the server's frames until EOF, while the test sends: (type, flags, stream,
     payload) tuples. Registered with the test so that it ends before its socket is closed: a
     reader left blocked on a closed descriptor number reads from whatever socket gets the
-    number next (another test's connection)."""
+    number next (another test's connection). Without a test, the caller stops it."""
 
     def __init__(self, test, sock):
         super().__init__(daemon=True)
         self.sock, self.frames, self.closed = sock, [], threading.Event()
-        test.addCleanup(self.stop)
+        if test is not None:
+            test.addCleanup(self.stop)
         self.start()
 
     def stop(self):
