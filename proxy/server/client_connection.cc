@@ -247,6 +247,13 @@ void ClientConnection::close_after_flush(bool linger) {
   want_flush();
 }
 
+void ClientConnection::cut_after_flush() {
+  if (output_pending() == 0)
+    close_now();
+  else
+    close_after_flush(false);
+}
+
 void ClientConnection::close_now() {
   if (close_state_ == CloseState::CLOSED)
     return;

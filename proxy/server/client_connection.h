@@ -70,6 +70,11 @@ public:
   void close_after_flush(bool linger);
   // Close now, dropping queued output.
   void close_now();
+  // A response cut short: what is queued (its head, the body so far) goes out first, then the
+  // close, so that the client sees a short response rather than a close before any answer
+  // (which it would take for a request never read). Reading stops at once; a client that does
+  // not take the bytes is cut at send_timeout as ever.
+  void cut_after_flush();
   // close_now() from the loop's deferral queue: for a caller whose own caller may still use
   // what the close would destroy (an exchange's listener in the middle of a callback).
   void close_soon();

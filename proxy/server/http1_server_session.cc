@@ -113,7 +113,9 @@ void Http1Exchange::resume_request_body() {
   session_.conn_.resume_reading();
 }
 void Http1Exchange::abort() {
-  session_.conn_.close_now();
+  // Mid-response (an upstream that died, a filter that failed): only a close tells the client,
+  // after what it was already sent, never instead of it.
+  session_.conn_.cut_after_flush();
 }
 
 // ---- Http1ServerSession: its states ----
