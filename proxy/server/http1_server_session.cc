@@ -22,6 +22,7 @@ void Http1Exchange::reset(struct ev_loop* loop) {
   listener_ = nullptr;
   head_sent_ = response_ended_ = request_ended_ = false;
   response_status_ = 0;
+  body_bytes_sent_ = 0; // each request's own, not the connection's so far
   chunked_ = no_body_ = false;
 }
 

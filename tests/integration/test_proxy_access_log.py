@@ -62,6 +62,24 @@ class AccessLog(unittest.TestCase):
             self.assertGreaterEqual(d["total"], d["ttfb"])
             self.assertRegex(d["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
+    def test_bytes_out_is_each_requests_own_on_a_keep_alive_connection(self):
+        # Three requests on one HTTP/1.1 connection: each line counts its own response's body,
+        # not the connection's bytes so far (the soak found 509187 logged for a 1 KB answer).
+        path = os.path.join(self.tmp, "access-keepalive.log")
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": '"$path $bytes_out"'})
+        self.addCleanup(proxy.stop)
+        with harness.connection(proxy.port) as (s, f):
+            for n in (1000, 10, 300):
+                s.sendall(f"GET /bytes?n={n} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                self.assertEqual(len(harness.read_http1_response(f).body), n)
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            self.assertEqual(f.read().splitlines(),
+                             ["/bytes?n=1000 1000", "/bytes?n=10 10", "/bytes?n=300 300"])
+
     def test_answers_of_the_proxys_own_are_logged_too(self):
         # A direct response, a redirect and a request no route matched each get their line,
         # as a proxied one does, with no upstream.
