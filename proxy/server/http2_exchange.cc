@@ -51,6 +51,7 @@ Http2Exchange* Http2Exchange::acquire(Http2ServerSession& s, int32_t id) {
   st->listener_ = nullptr;
   st->head_sent_ = st->response_ended_ = st->request_ended_ = false;
   st->response_status_ = 0;
+  st->body_bytes_sent_ = 0; // each stream's own: these objects are recycled within the worker
   st->header_bytes_ = st->unconsumed_ = 0;
   st->send_waiting_since_ = 0;
   st->body_received_ = 0;

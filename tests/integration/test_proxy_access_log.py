@@ -80,6 +80,41 @@ class AccessLog(unittest.TestCase):
             self.assertEqual(f.read().splitlines(),
                              ["/bytes?n=1000 1000", "/bytes?n=10 10", "/bytes?n=300 300"])
 
+    def test_bytes_out_is_each_streams_own_on_http2(self):
+        # HTTP/2 streams one after another on one connection (their exchange objects are
+        # recycled within the worker): each line counts its own stream's body.
+        import h2.config
+        import h2.connection
+        import h2.events
+        path = os.path.join(self.tmp, "access-h2.log")
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": '"$path $bytes_out"'})
+        self.addCleanup(proxy.stop)
+        with harness.connection(proxy.port) as (s, _):
+            c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            for i, n in enumerate((1000, 10, 300)):
+                sid = 2 * i + 1
+                c.send_headers(sid, [(":method", "GET"), (":scheme", "http"),
+                                     (":authority", "x"), (":path", f"/bytes?n={n}")],
+                               end_stream=True)
+                s.sendall(c.data_to_send())
+                got, done = 0, False
+                while not done:
+                    for ev in c.receive_data(s.recv(65536)):
+                        if isinstance(ev, h2.events.DataReceived):
+                            got += len(ev.data)
+                            c.acknowledge_received_data(ev.flow_controlled_length, sid)
+                        done = done or isinstance(ev, h2.events.StreamEnded)
+                    s.sendall(c.data_to_send())
+                self.assertEqual(got, n)
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            self.assertEqual(f.read().splitlines(),
+                             ["/bytes?n=1000 1000", "/bytes?n=10 10", "/bytes?n=300 300"])
+
     def test_answers_of_the_proxys_own_are_logged_too(self):
         # A direct response, a redirect and a request no route matched each get their line,
         # as a proxied one does, with no upstream.
