@@ -10,8 +10,11 @@ thread_local bool on = false;
 double fake_now = 1.0e9; // a plausible date: HTTP dates and log lines stay well formed
 } // namespace
 
-void enable() {
+Session::Session() {
   on = true;
+}
+Session::~Session() {
+  on = false;
 }
 void advance(double seconds) {
   fake_now += seconds;

@@ -5,7 +5,15 @@
 // slow. Other threads (libFuzzer's watchdog) and the CPU clocks keep the real time.
 namespace portico::fuzz::fake_clock {
 
-void enable(); // this thread reads the fake time from now on
+// This thread reads the fake time while a Session lives: libFuzzer times each input on the
+// same thread, with the real clock, around the harness.
+class Session {
+public:
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+};
 void advance(double seconds);
 double now();
 

@@ -10,13 +10,17 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
+#include <mutex>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 namespace portico::fuzz {
@@ -163,21 +167,62 @@ WireHarness::~WireHarness() {
   rmdir(dir_.c_str());
 }
 
+namespace {
+
+// The harness runs on a thread of its own, as a worker does, with every signal blocked: the
+// fake clock is that thread's alone, so libFuzzer's own timing (its -timeout alarm, which a
+// signal delivers to whichever thread it interrupts) reads the real one.
+class Runner {
+public:
+  Runner() : thread_([this] { loop(); }) {}
+  void run(const uint8_t* data, size_t size) {
+    std::unique_lock lock(mu_);
+    data_ = data;
+    size_ = size;
+    pending_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !pending_; });
+  }
+
+private:
+  void loop() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    fake_clock::Session fake_time;
+    // Made on first use and kept, as a worker keeps its router across connections; never
+    // destroyed, so that the leak check at exit has nothing to say of them.
+    WireHarness* harness[2] = {nullptr, nullptr};
+    for (;;) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return pending_; });
+      Script peek(data_, size_);
+      bool h2c = peek.h2c_upstream();
+      if (!harness[h2c])
+        harness[h2c] = new WireHarness(h2c);
+      harness[h2c]->play(data_, size_);
+      pending_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool pending_ = false;
+  std::thread thread_;
+};
+
+} // namespace
+
 void WireHarness::run_one(const uint8_t* data, size_t size) {
   static bool ready = [] {
-    fake_clock::enable();
     std::signal(SIGPIPE, SIG_IGN);
     return true;
   }();
   (void)ready;
-  Script peek(data, size);
-  // Made on first use and kept, as a worker keeps its router across connections; never
-  // destroyed, so that libFuzzer's leak check at exit has nothing to say of them.
-  static WireHarness* harness[2] = {nullptr, nullptr};
-  bool h2c = peek.h2c_upstream();
-  if (!harness[h2c])
-    harness[h2c] = new WireHarness(h2c);
-  harness[h2c]->play(data, size);
+  static Runner* runner = new Runner; // never joined: it serves until the process exits
+  runner->run(data, size);
 }
 
 void WireHarness::open_client() {

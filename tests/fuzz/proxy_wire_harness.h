@@ -26,6 +26,7 @@ public:
   static void run_one(const uint8_t* data, size_t size);
 
   explicit WireHarness(bool h2c_upstream);
+  void play(const uint8_t* data, size_t size);
   ~WireHarness();
   WireHarness(const WireHarness&) = delete;
   WireHarness& operator=(const WireHarness&) = delete;
@@ -39,7 +40,6 @@ private:
     bool tunnel = false; // upgraded: the rest is not HTTP
   };
 
-  void play(const uint8_t* data, size_t size);
   void open_client();
   void finish();
   void pump();

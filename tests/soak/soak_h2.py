@@ -6,7 +6,6 @@ streams by giving their window back a little at a time, cancels a stream once it
 (a client that vanishes), and after a GOAWAY opens no stream on it: those above its
 last-stream-id were not processed (not counted: the proxy never saw them)."""
 import select
-import socket
 import struct
 import threading
 import time
@@ -15,9 +14,9 @@ import hpack
 
 import soak_http
 import soak_plans
-from test_proxy_h2_floods import (CONTINUATION, DATA, GOAWAY, HEADERS, PING, PREFACE,
-                                  RST_STREAM, SETTINGS, WINDOW_UPDATE, END_HEADERS, END_STREAM,
-                                  frame)
+from h2_frames import (CONTINUATION, DATA, GOAWAY, HEADERS, PING, PREFACE,
+                       RST_STREAM, SETTINGS, WINDOW_UPDATE, END_HEADERS, END_STREAM,
+                       frame)
 
 REFUSED_STREAM, CANCEL = 0x7, 0x8
 STREAM_DEADLINE = 60  # seconds: a stream open longer is a failure (the proxy's timeouts are shorter)

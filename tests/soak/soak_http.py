@@ -2,7 +2,6 @@
 after another, each answer read whole and judged; slow readers; clients that vanish mid-answer
 (once its first bytes came) or mid-upload (after the 100 Continue that proves the proxy has
 the request). A connection is dropped after any error, and after a random number of requests."""
-import select
 import socket
 import ssl
 import struct
@@ -126,11 +125,10 @@ class Http1Client(threading.Thread):
             return self.vanish(plan, reader)
         if plan.slow:
             return self.slow_read(plan, reader)
-        cut = False
         try:
             resp = harness.read_http1_response(reader)
         except (OSError, AssertionError, ValueError):
-            resp, cut = None, True
+            resp = None
         if resp is None:
             self.close()
             if reader.got == 0:

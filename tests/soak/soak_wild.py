@@ -16,9 +16,9 @@ import websockets.exceptions
 
 import soak_http
 import soak_plans
-from test_proxy_h2_floods import (DATA, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, GOAWAY,
-                                  HEADERS, PREFACE, PRIORITY, PROTOCOL_ERROR, RST_STREAM,
-                                  SETTINGS, frame, hpack_bomb_frames, request_block)
+from h2_frames import (DATA, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, GOAWAY,
+                       HEADERS, PREFACE, PRIORITY, PROTOCOL_ERROR, RST_STREAM,
+                       SETTINGS, frame, hpack_bomb_frames, request_block)
 
 
 class WebSocketClients(threading.Thread):
