@@ -65,8 +65,9 @@ FUZZ=
 if [ -d tests/fuzz ] && [ -f tests/fuzz/CMakeLists.txt ]; then
   FUZZ=1
   mkdir -p build-fuzz
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPORTICO_FUZZ=ON > /dev/null
-  # The fuzz targets only: the rest is built twice above.
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPORTICO_FUZZ=ON \
+    -DPORTICO_DEBUG_INFO=-g1 > /dev/null
+  # The fuzz targets only, and the product libraries the wire-to-wire one links (instrumented).
   in_background build-fuzz/build.log ninja -C build-fuzz -j "$JOBS" fuzzers
 fi
 
