@@ -2,6 +2,7 @@
 
 #include "config/config_loader.h"
 #include "core/block_pool.h"
+#include "core/error_log.h"
 #include "core/histogram_bounds.h"
 #include "fake_clock.h"
 #include "filters/registry.h"
@@ -42,6 +43,9 @@ max_buffered_response_bytes = 1048576
 
 [admin]
 enabled = false
+
+[log]
+level = "error"
 
 [[listener]]
 address = "127.0.0.1:1"
@@ -141,6 +145,8 @@ WireHarness::WireHarness(bool h2c_upstream) : h2c_(h2c_upstream), loop_(ev_loop_
       std::fprintf(stderr, "%s\n", e.c_str());
     fail("the harness's configuration", 0, 0);
   }
+  // Only errors reach stderr: fuzzing makes every warning there is, thousands a second.
+  core::log::configure(cfg->log.level, STDERR_FILENO, false);
   bounds_ = core::default_bounds();
   deferred_ = std::make_unique<core::DeferredQueue>(loop_);
   resolver_ = std::make_unique<upstream::DnsResolver>(loop_);
