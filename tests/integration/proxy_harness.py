@@ -44,7 +44,7 @@ class Proxy:
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
                  ignore_reports=(), binary=None, routes_first="", catch_all=True,
-                 tls_listener_options=None):
+                 tls_listener_options=None, admin_options=None):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
@@ -53,13 +53,15 @@ class Proxy:
         the one built; routes_first: [[route]] tables (and their clusters) placed before the
         catch-all route to the cluster "app", so that they can match; catch_all=False: no such
         route (what no route matches is the proxy's 404); tls_listener_options: more keys of the
-        TLS listener, as listener_options are the cleartext one's."""
+        TLS listener, as listener_options are the cleartext one's; admin_options: more keys of
+        [admin], as TOML values ({"token_file": '"/etc/t"'})."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         options = dict(tls=tls, workers=workers, cluster_options=cluster_options,
                        server_options=server_options, extra_config=extra_config,
                        listener_options=listener_options, tls_options=tls_options,
                        certificate=certificate, routes_first=routes_first, catch_all=catch_all,
-                       tls_listener_options=tls_listener_options)
+                       tls_listener_options=tls_listener_options,
+                       admin_options=admin_options)
         # A port picked free can be taken before portico binds it (another test's pick, a
         # client's ephemeral port): portico then refuses to start, and new ports are picked.
         for attempt in range(3):
@@ -79,7 +81,7 @@ class Proxy:
 
     def _start(self, endpoints, command_prefix, env, ignore_reports, binary, tls, workers,
                cluster_options, server_options, extra_config, listener_options, tls_options,
-               certificate, routes_first, catch_all, tls_listener_options):
+               certificate, routes_first, catch_all, tls_listener_options, admin_options):
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
         self.admin_port = harness.free_port()
@@ -96,8 +98,9 @@ class Proxy:
                       f"private_key = {toml_string(self.key)}" +
                       "".join(f", {k} = {v}" for k, v in (tls_options or {}).items()) + " }"]
             lines += [f"{k} = {v}" for k, v in (tls_listener_options or {}).items()]
-        lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
-                  "[[cluster]]", 'name = "app"',
+        lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"']
+        lines += [f"{k} = {v}" for k, v in (admin_options or {}).items()]
+        lines += ["", "[[cluster]]", 'name = "app"',
                   "endpoints = [" + ", ".join(endpoint_toml(e) for e in endpoints) + "]"]
         for k, v in (cluster_options or {}).items():
             lines.append(f"{k} = {v}")
@@ -170,3 +173,4 @@ class Proxy:
 
     def __exit__(self, *exc):
         self.stop()
+
