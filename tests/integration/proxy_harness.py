@@ -174,3 +174,33 @@ class Proxy:
     def __exit__(self, *exc):
         self.stop()
 
+
+def start_example(test, text, admin_port=9901):
+    """A deploy/ example configuration run as written but for its 0.0.0.0 ports, each moved to
+    a loopback port picked here; stopped when the test ends. Returns {port as written: port
+    now}, once the admin endpoint (admin_port as written) answers."""
+    import re
+    tmp = tempfile.mkdtemp(prefix="portico-example-")
+    test.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+    ports = {}
+
+    def move(m):
+        ports[int(m.group(1))] = harness.free_port()
+        return f"127.0.0.1:{ports[int(m.group(1))]}"
+    text = re.sub(r"0\.0\.0\.0:(\d+)", move, text)
+    path = os.path.join(tmp, "portico.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    process = harness.Process([PORTICO, "-c", path], os.path.join(tmp, "portico.log"))
+    test.addCleanup(process.stop)
+    admin = ports[admin_port]
+
+    def up():
+        if process.proc.poll() is not None:
+            raise AssertionError(f"portico exited: {process.read_log()}")
+        try:
+            return harness.http_get(admin, "/healthz")[0] == 200
+        except OSError:
+            return False
+    harness.wait_until(up, what="the example's admin endpoint")
+    return ports
