@@ -60,9 +60,26 @@ struct ListenerConfig {
   bool proxy_protocol = false;
 };
 
+// Who may use the admin paths that change state (POST /cache/purge); the read-only ones answer
+// whoever reaches the address. Reloaded with the rest of the file, unlike the sockets.
+struct AdminAccess {
+  std::string token_file; // "" = no token
+  // SHA-256 of the token the file holds (32 bytes; empty without a file): a request's token
+  // is hashed and compared in constant time, and the token itself is not kept.
+  std::string token_sha256;
+  // With neither a token nor a control socket: loopback peers may change state.
+  bool allow_loopback_control = true;
+};
+
 struct AdminConfig {
   core::ListenAddress address;
   bool enabled = true;
+  // A unix socket beside `address` whose peers may change state without a token (its file's
+  // mode and owner decide who they are); path "" = none. Its mode and owner are set before it
+  // listens.
+  core::ListenAddress control_socket;
+  std::string control_socket_owner; // as written: "USER[:GROUP]", "" = the process's
+  AdminAccess access;
 };
 
 // Histograms: bucket upper bounds in seconds, either listed or log-spaced.

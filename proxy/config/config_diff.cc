@@ -51,6 +51,12 @@ std::vector<std::string> restart_only_changes(const Config& old, const Config& n
   note(out, "[server] resolvers", old.server.resolvers, next.server.resolvers);
   note(out, "[admin] enabled", old.admin.enabled, next.admin.enabled);
   note(out, "[admin] address", socket_key(old.admin.address), socket_key(next.admin.address));
+  note(out, "[admin] control_socket", old.admin.control_socket.path,
+       next.admin.control_socket.path);
+  note(out, "[admin] control_socket_mode", old.admin.control_socket.mode,
+       next.admin.control_socket.mode);
+  note(out, "[admin] control_socket_owner", old.admin.control_socket_owner,
+       next.admin.control_socket_owner);
   note(out, "[metrics] enabled", old.metrics.enabled, next.metrics.enabled);
   note(out, "[metrics] buckets", old.metrics.buckets, next.metrics.buckets);
   note(out, "[log] file", old.log.file, next.log.file);

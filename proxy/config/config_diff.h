@@ -18,9 +18,11 @@ std::vector<int> kept_clusters(const Config& old, const Config& next);
 // by listener.
 std::vector<int> kept_routes(const Config& old, const Config& next);
 
-// Settings that shape the process itself (its threads, the admin socket, the histogram
+// Settings that shape the process itself (its threads, the admin sockets, the histogram
 // layout, the error log file, the pid file): a reload keeps the running values and says so,
-// one line per setting; a restart or a binary upgrade (USR2) applies them.
+// one line per setting; a restart or a binary upgrade (USR2) applies them. Who may change
+// state through the admin endpoint ([admin] token_file, allow_loopback_control) is not one:
+// a reload applies it.
 std::vector<std::string> restart_only_changes(const Config& old, const Config& next);
 
 // The identity of a listening socket across configurations: a reload or an upgrade keeps the

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 #include <toml++/toml.h>
@@ -47,6 +48,25 @@ toml::table tls_table(const TlsConfig& t) {
                                 {"certificate", s.certificate},
                                 {"private_key", s.private_key}});
     out.insert("sni", std::move(sni));
+  }
+  return out;
+}
+
+// The token file's path, never the token; the control socket's keys only where it is set (an
+// empty one would not load again).
+toml::table admin_table(const AdminConfig& a) {
+  toml::table out{{"address", a.address.text},
+                  {"enabled", a.enabled},
+                  {"allow_loopback_control", a.access.allow_loopback_control}};
+  if (!a.access.token_file.empty())
+    out.insert("token_file", a.access.token_file);
+  if (!a.control_socket.path.empty()) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(a.control_socket.mode));
+    out.insert("control_socket", a.control_socket.path);
+    out.insert("control_socket_mode", std::string(mode));
+    if (!a.control_socket_owner.empty())
+      out.insert("control_socket_owner", a.control_socket_owner);
   }
   return out;
 }
@@ -109,7 +129,7 @@ std::string dump_config(const Config& c) {
                              {"max_buffered_response_bytes", s.max_buffered_response_bytes},
                              {"pid_file", s.pid_file},
                              {"resolvers", strings(s.resolvers)}}},
-      {"admin", toml::table{{"address", c.admin.address.text}, {"enabled", c.admin.enabled}}}};
+      {"admin", admin_table(c.admin)}};
 
   toml::table metrics{{"enabled", c.metrics.enabled},
                       {"route_series_limit", static_cast<int64_t>(c.metrics.route_series_limit)}};

@@ -2,7 +2,6 @@
 
 #include "config/sections.h"
 #include "core/histogram_bounds.h"
-#include "core/listen_address.h"
 
 #include <fstream>
 #include <sstream>
@@ -83,26 +82,7 @@ std::optional<Config> parse_config(std::string_view text, const std::string& pat
     read_listener(r, *t, c);
   if (c.listeners.empty())
     r.error(root.source(), "at least one [[listener]] is required");
-  c.admin.address = *core::parse_listen_address("127.0.0.1:9901");
-  if (const toml::table* a = r.get_table(root, "admin", "top level")) {
-    r.only_keys(*a, {"address", "enabled"}, "[admin]");
-    std::string addr;
-    if (r.get_string(*a, "address", addr, "[admin]")) {
-      if (auto pa = core::parse_listen_address(addr))
-        c.admin.address = *pa;
-      else
-        r.error(a->get("address")->source(), pa.error());
-    }
-    r.get_bool(*a, "enabled", c.admin.enabled, "[admin]");
-  }
-  if (c.admin.enabled) {
-    const toml::table* a = root.get_as<toml::table>("admin");
-    const toml::node* at = a && a->get("address") ? a->get("address") : &root;
-    for (const auto& l : c.listeners)
-      if (core::same_socket(l.address, c.admin.address))
-        r.error(at->source(), "[admin]: address '" + c.admin.address.text +
-                                  "' is also a listener's ('" + l.address.text + "')");
-  }
+  read_admin(r, root, c);
   if (const toml::table* m = r.get_table(root, "metrics", "top level"))
     read_metrics(r, *m, c.metrics);
   else

@@ -8,6 +8,8 @@ namespace portico::config {
 
 void read_server(Reader& r, const toml::table& t, ServerConfig& s);
 void read_listener(Reader& r, const toml::table& t, Config& c);
+// [admin], or its defaults without one; after the listeners, whose sockets it must not take.
+void read_admin(Reader& r, const toml::table& root, Config& c);
 void read_tls(Reader& r, const toml::table& t, TlsConfig& tls, const std::string& w);
 // A private key file that any user may read (or write) is a leak waiting to happen: a warning.
 void check_key_mode(Reader& r, const toml::node* at, const std::string& file);

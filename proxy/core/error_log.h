@@ -27,6 +27,7 @@ enum class Kind {
   STATIC_FILE,      // a static file changed or failed while it was being sent
   CACHE_DISK,       // a disk cache could not write or read a file
   LIMIT_STORE,      // a shared limit's Redis connection failed, or Redis answered an error
+  ADMIN_REFUSED,    // an admin request that would change state was refused (403)
   COUNT
 };
 

@@ -63,7 +63,12 @@ core::expected<int, std::string> open_unix(const ListenAddress& a, int backlog) 
     return core::unexpected(why);
   }
   const char* step = nullptr;
-  if (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0)
+  // Owner and mode are set before listen(2): until then a connect is refused, so nobody the
+  // final mode would keep out can connect in between.
+  if ((a.uid >= 0 || a.gid >= 0) &&
+      ::chown(a.path.c_str(), static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid)) != 0)
+    step = "chown ";
+  else if (a.mode >= 0 && ::chmod(a.path.c_str(), static_cast<mode_t>(a.mode)) != 0)
     step = "chmod ";
   else if (::listen(fd, backlog) != 0)
     step = "listen ";

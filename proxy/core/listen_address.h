@@ -13,6 +13,8 @@ struct ListenAddress {
   int port = 0;     // TCP
   std::string path; // UNIX
   int mode = -1;    // UNIX: chmod after bind, -1 = leave to umask
+  int uid = -1;     // UNIX: chown after bind (before listen), -1 = leave as it is
+  int gid = -1;
   std::string text; // as written, for logs
 };
 

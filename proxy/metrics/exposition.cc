@@ -1,6 +1,7 @@
 #include "metrics/exposition.h"
 
 #include "core/block_pool.h"
+#include "metrics/admin_refusals.h"
 #include "metrics/cluster_policy_exposition.h"
 #include "metrics/limit_counters.h"
 #include "metrics/limit_exposition.h"
@@ -542,6 +543,7 @@ std::string expose(const config::Config& cfg, const std::vector<const WorkerMetr
   append_limit_metrics(out);
   append_cluster_policy_metrics(out, ev_time());
   append_server_metrics(out, shards, servers);
+  append_admin_metrics(out);
   append_identity(out, uptime_seconds);
   return prometheus::TextSerializer().Serialize(out);
 }

@@ -1,11 +1,13 @@
 #include "portico/admin_handler.h"
 
+#include "core/error_log.h"
 #include "core/json_escape.h"
 #include "metrics/cluster_policy_counters.h"
 #include "metrics/dashboard_page.h"
 #include "metrics/exposition.h"
 #include "metrics/limit_counters.h"
 #include "metrics/live_groups.h"
+#include "portico/admin_guard.h"
 #include "portico/proxy_worker.h"
 #include "server/streamed_reply.h"
 
@@ -235,9 +237,31 @@ std::string AdminHandler::status_json(double now) const {
   return out;
 }
 
+bool AdminHandler::refuse(server::Exchange& ex) {
+  sockaddr_storage peer, local;
+  ex.socket_addresses(peer, local);
+  const http::RequestHead& req = ex.request();
+  auto refused = admin_refusal(
+      cfg_->admin, admin_peer(peer, ex.listener_index() == kControlSocketListener), req);
+  if (!refused)
+    return false;
+  metrics::admin_refusals().count(*refused);
+  const char* why = metrics::kAdminRefusals[static_cast<size_t>(*refused)];
+  std::string_view path = req.path(), client = ex.client_address();
+  core::log::write_about(core::log::Level::WARN, core::log::Kind::ADMIN_REFUSED, why,
+                         "admin: refused %.*s %.*s from %.*s: %s",
+                         static_cast<int>(req.method.size()), req.method.data(),
+                         static_cast<int>(path.size()), path.data(),
+                         static_cast<int>(client.size()), client.data(), why);
+  ex.respond(403, "text/plain", refusal_text(*refused));
+  return true;
+}
+
 void AdminHandler::on_request(server::Exchange& ex) {
   std::string_view path = ex.request().path();
   double now = ev_time();
+  if (changes_state(path) && refuse(ex))
+    return;
   if (path == "/cache/purge") {
     if (ex.request().method != "POST")
       ex.respond(405, "text/plain", "POST /cache/purge?url=URL[&prefix=1]\n");

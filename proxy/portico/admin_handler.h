@@ -3,7 +3,8 @@
 // traffic: /metrics (Prometheus text), /healthz (alive), /readyz (503 once draining), /status
 // (JSON), POST /cache/purge (cache_purge.h), and the live dashboard: / (the page, self-contained)
 // and /stats.json (what it draws: the last minutes a second at a time, sampled on this loop once a
-// second).
+// second). The address and the control socket are served alike; admin_guard.h decides who may
+// use the paths that change state.
 #include "config/config.h"
 #include "metrics/live_stats.h"
 #include "metrics/worker_metrics.h"
@@ -33,6 +34,8 @@ public:
   void set_config(std::shared_ptr<const config::Config> cfg);
 
 private:
+  // Answers 403 (counted, logged) when admin_guard.h refuses ex: true if so.
+  bool refuse(server::Exchange& ex);
   static void sample_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void sample();
   std::string status_json(double now) const;

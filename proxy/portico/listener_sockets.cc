@@ -23,6 +23,10 @@ bool is_listening_socket(int fd) {
   socklen_t len = sizeof on;
   return ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
 }
+
+bool has_control_socket(const config::Config& cfg) {
+  return cfg.admin.enabled && !cfg.admin.control_socket.path.empty();
+}
 } // namespace
 
 ListenerSockets::~ListenerSockets() {
@@ -55,6 +59,10 @@ bool ListenerSockets::holds_tcp_covering(const core::ListenAddress& a) const {
 
 std::string ListenerSockets::admin_key(const config::Config& cfg) {
   return "admin " + config::socket_key(cfg.admin.address);
+}
+
+std::string ListenerSockets::control_key(const config::Config& cfg) {
+  return "admin " + config::socket_key(cfg.admin.control_socket);
 }
 
 core::expected<void, std::string> ListenerSockets::inherit_from_environment() {
@@ -134,6 +142,9 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
   if (cfg.admin.enabled)
     if (auto r = want(admin_key(cfg), cfg.admin.address, 1, kAdminBacklog, false); !r)
       return fail("admin: " + r.error());
+  if (has_control_socket(cfg))
+    if (auto r = want(control_key(cfg), cfg.admin.control_socket, 1, kAdminBacklog, false); !r)
+      return fail("admin control_socket: " + r.error());
   for (auto& [key, e] : opened) {
     Entry& into = by_key_[key];
     into.fds.insert(into.fds.end(), e.fds.begin(), e.fds.end());
@@ -163,12 +174,21 @@ int ListenerSockets::admin_fd(const config::Config& cfg) const {
   return it == by_key_.end() ? -1 : it->second.fds.front();
 }
 
+int ListenerSockets::control_fd(const config::Config& cfg) const {
+  if (!has_control_socket(cfg))
+    return -1;
+  auto it = by_key_.find(control_key(cfg));
+  return it == by_key_.end() ? -1 : it->second.fds.front();
+}
+
 void ListenerSockets::close_unused(const config::Config& cfg) {
   std::set<std::string> used;
   for (const auto& l : cfg.listeners)
     used.insert(config::socket_key(l.address));
   if (cfg.admin.enabled)
     used.insert(admin_key(cfg));
+  if (has_control_socket(cfg))
+    used.insert(control_key(cfg));
   for (auto it = by_key_.begin(); it != by_key_.end();) {
     if (used.count(it->first)) {
       ++it;

@@ -33,6 +33,8 @@ public:
   // The sockets worker `worker` of `workers` accepts on for a listener.
   std::vector<int> for_worker(const core::ListenAddress& a, int worker, int workers) const;
   int admin_fd(const config::Config& cfg) const; // -1: the admin endpoint is off
+  // The admin endpoint's control socket ([admin] control_socket); -1: none.
+  int control_fd(const config::Config& cfg) const;
   // Closes (and for unix sockets unlinks) every socket cfg has no listener for.
   void close_unused(const config::Config& cfg);
   // A graceful stop: every listener (not the admin endpoint, whose /readyz says "draining")
@@ -56,6 +58,8 @@ private:
     bool inherited = false;
   };
   static std::string admin_key(const config::Config& cfg);
+  // "admin unix:PATH": the admin endpoint's sockets share admin_key's prefix and its fate.
+  static std::string control_key(const config::Config& cfg);
   // Whether a listener's TCP socket held takes a's port as well.
   bool holds_tcp_covering(const core::ListenAddress& a) const;
   void close_entry(const Entry& e) const;

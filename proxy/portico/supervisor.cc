@@ -5,6 +5,7 @@
 #include "core/error_log.h"
 #include "core/sd_notify.h"
 #include "filters/registry.h"
+#include "portico/admin_guard.h"
 #include "portico/log_file.h"
 #include "portico/pid_file.h"
 
@@ -62,6 +63,14 @@ Supervisor::Supervisor(Startup s)
     admin_acceptor_ = std::make_unique<server::Acceptor>(*admin_ctx_, admin_fd);
     log::write(log::Level::INFO, log::Kind::GENERAL, "admin on %s",
                g.config().admin.address.text.c_str());
+    if (int control_fd = sockets_->control_fd(g.config()); control_fd >= 0) {
+      control_ctx_ =
+          std::make_unique<server::ServerContext>(loop_, *admin_, server::admin_limits("portico"));
+      control_acceptor_ = std::make_unique<server::Acceptor>(*control_ctx_, control_fd, nullptr,
+                                                             kControlSocketListener);
+      log::write(log::Level::INFO, log::Kind::GENERAL, "admin control socket on %s",
+                 g.config().admin.control_socket.path.c_str());
+    }
   }
   start_rotations(g);
   for (size_t i = 0; i < std::size(kSignals); ++i) {
@@ -72,6 +81,8 @@ Supervisor::Supervisor(Startup s)
 }
 
 Supervisor::~Supervisor() {
+  control_acceptor_.reset();
+  control_ctx_.reset();
   admin_acceptor_.reset();
   admin_ctx_.reset();
   workers_.clear();
@@ -143,6 +154,8 @@ int Supervisor::run() {
   }
   if (admin_acceptor_)
     admin_acceptor_->start();
+  if (control_acceptor_)
+    control_acceptor_->start();
   // Sockets an old process handed over that this configuration has no listener for.
   sockets_->close_unused(current().config());
   log::write(log::Level::INFO, log::Kind::GENERAL, "started %zu workers (pid %d)", workers_.size(),
@@ -225,8 +238,10 @@ core::expected<void, std::string> Supervisor::start_generation() {
   next->server.pid_file = old.server.pid_file;
   next->server.resolvers = old.server.resolvers;
   if (next->server.max_connections == 0)
-    next->server.max_connections = derived_max_connections_; // from the open-file limit
+    next->server.max_connections = derived_max_connections_;  // from the open-file limit
+  config::AdminAccess access = std::move(next->admin.access); // a new token applies at once
   next->admin = old.admin;
+  next->admin.access = std::move(access);
   next->metrics = old.metrics;
   next->log.file = old.log.file;
   auto cfg = std::make_shared<const config::Config>(std::move(*next));
@@ -341,6 +356,8 @@ void Supervisor::on_upgrade_outcome(pid_t pid, const std::string& why) {
   // The admin socket is the new process's too: probes go to the process that stays.
   if (admin_acceptor_)
     admin_acceptor_->stop();
+  if (control_acceptor_)
+    control_acceptor_->stop();
   begin_drain("drain after the upgrade");
 }
 

@@ -82,6 +82,10 @@ private:
   std::unique_ptr<AdminHandler> admin_;
   std::unique_ptr<server::ServerContext> admin_ctx_;
   std::unique_ptr<server::Acceptor> admin_acceptor_;
+  // [admin] control_socket: the same handler, connections of its own (scrapes filling the
+  // address's 32 cannot lock an operator out).
+  std::unique_ptr<server::ServerContext> control_ctx_;
+  std::unique_ptr<server::Acceptor> control_acceptor_;
   ev_signal signals_[6];
   ev_async done_;
   ev_timer grace_;

@@ -44,7 +44,7 @@ class Proxy:
                  server_options=None, extra_config="", listener_options=None,
                  command_prefix=(), tls_options=None, certificate=None, env=None,
                  ignore_reports=(), binary=None, routes_first="", catch_all=True,
-                 tls_listener_options=None):
+                 tls_listener_options=None, admin_options=None):
         """command_prefix: run portico under it (["prlimit", "--nofile=64"]); tls_options:
         more keys of the TLS listener's tls table, as TOML values ({"min_version": '"1.3"'});
         certificate: (cert, key) files for it instead of a self-signed pair made here; env:
@@ -53,13 +53,15 @@ class Proxy:
         the one built; routes_first: [[route]] tables (and their clusters) placed before the
         catch-all route to the cluster "app", so that they can match; catch_all=False: no such
         route (what no route matches is the proxy's 404); tls_listener_options: more keys of the
-        TLS listener, as listener_options are the cleartext one's."""
+        TLS listener, as listener_options are the cleartext one's; admin_options: more keys of
+        [admin], as TOML values ({"token_file": '"/etc/t"'})."""
         self.tmp = tempfile.mkdtemp(prefix="portico-proxy-")
         options = dict(tls=tls, workers=workers, cluster_options=cluster_options,
                        server_options=server_options, extra_config=extra_config,
                        listener_options=listener_options, tls_options=tls_options,
                        certificate=certificate, routes_first=routes_first, catch_all=catch_all,
-                       tls_listener_options=tls_listener_options)
+                       tls_listener_options=tls_listener_options,
+                       admin_options=admin_options)
         # A port picked free can be taken before portico binds it (another test's pick, a
         # client's ephemeral port): portico then refuses to start, and new ports are picked.
         for attempt in range(3):
@@ -79,7 +81,7 @@ class Proxy:
 
     def _start(self, endpoints, command_prefix, env, ignore_reports, binary, tls, workers,
                cluster_options, server_options, extra_config, listener_options, tls_options,
-               certificate, routes_first, catch_all, tls_listener_options):
+               certificate, routes_first, catch_all, tls_listener_options, admin_options):
         self.port = harness.free_port()
         self.tls_port = harness.free_port() if tls else None
         self.admin_port = harness.free_port()
@@ -96,8 +98,9 @@ class Proxy:
                       f"private_key = {toml_string(self.key)}" +
                       "".join(f", {k} = {v}" for k, v in (tls_options or {}).items()) + " }"]
             lines += [f"{k} = {v}" for k, v in (tls_listener_options or {}).items()]
-        lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"', "",
-                  "[[cluster]]", 'name = "app"',
+        lines += ["", "[admin]", f'address = "127.0.0.1:{self.admin_port}"']
+        lines += [f"{k} = {v}" for k, v in (admin_options or {}).items()]
+        lines += ["", "[[cluster]]", 'name = "app"',
                   "endpoints = [" + ", ".join(endpoint_toml(e) for e in endpoints) + "]"]
         for k, v in (cluster_options or {}).items():
             lines.append(f"{k} = {v}")
@@ -170,3 +173,34 @@ class Proxy:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def start_example(test, text, admin_port=9901):
+    """A deploy/ example configuration run as written but for its 0.0.0.0 ports, each moved to
+    a loopback port picked here; stopped when the test ends. Returns {port as written: port
+    now}, once the admin endpoint (admin_port as written) answers."""
+    import re
+    tmp = tempfile.mkdtemp(prefix="portico-example-")
+    test.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+    ports = {}
+
+    def move(m):
+        ports[int(m.group(1))] = harness.free_port()
+        return f"127.0.0.1:{ports[int(m.group(1))]}"
+    text = re.sub(r"0\.0\.0\.0:(\d+)", move, text)
+    path = os.path.join(tmp, "portico.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    process = harness.Process([PORTICO, "-c", path], os.path.join(tmp, "portico.log"))
+    test.addCleanup(process.stop)
+    admin = ports[admin_port]
+
+    def up():
+        if process.proc.poll() is not None:
+            raise AssertionError(f"portico exited: {process.read_log()}")
+        try:
+            return harness.http_get(admin, "/healthz")[0] == 200
+        except OSError:
+            return False
+    harness.wait_until(up, what="the example's admin endpoint")
+    return ports

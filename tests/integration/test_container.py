@@ -2,13 +2,26 @@
 packages are derived here from `ldd` and `dpkg -S`, so a new dependency that the image lacks
 (as libprometheus-cpp-core1.0 once was) fails this test rather than the container's start. The
 image itself is not built here: this machine has no registry to pull debian:12 from and no
-container daemon. The health check, the user and the default configuration are checked."""
+container daemon. The health check, the user and the default configuration are checked, and that
+configuration run: its admin port answers probes and scrapes and refuses a purge."""
 import os
 import re
 import subprocess
 import unittest
 
 import harness
+from proxy_harness import start_example
+
+
+def post(port, path):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", path)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONTAINERFILE = os.path.join(ROOT, "deploy", "Containerfile")
@@ -83,6 +96,22 @@ class Container(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         # The orchestrator probes the admin port from outside the container.
         self.assertIn("address = '0.0.0.0:9901'", r.stdout)
+
+    def test_the_admin_port_serves_only_its_read_only_paths(self):
+        # Probes and scrapes reach it from outside the container; a purge from any peer, the
+        # container's loopback included, is refused until a token or control socket is set up.
+        config_path = os.path.join(ROOT, "deploy", "container.toml")
+        with open(config_path) as f:
+            config = f.read()
+        ports = start_example(self, config)
+        for path in ("/healthz", "/readyz", "/metrics", "/status", "/stats.json", "/"):
+            self.assertEqual(harness.http_get(ports[9901], path)[0], 200, path)
+        status, body = post(ports[9901], "/cache/purge?url=http%3A%2F%2Fa%2Fb")
+        self.assertEqual(status, 403, body)
+        # How an operator allows it is written beside the setting.
+        for way in ("token_file =", "control_socket =", "control_socket_mode =",
+                    "Authorization: Bearer"):
+            self.assertIn(way, config)
 
     def test_the_health_check_command_works(self):
         backend = harness.Backend(workers=1, unix=True)

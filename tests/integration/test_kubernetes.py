@@ -1,9 +1,11 @@
 """deploy/kubernetes/sidecar.yaml as a reviewer would read it: Portico a native sidecar (an
 init container with restartPolicy: Always), preStop before SIGTERM, a termination grace period
 that covers preStop and Portico's grace_period, resources and a locked-down securityContext on
-every container, probes on /readyz and /healthz, both admin ports annotated for Prometheus, and
-a ConfigMap whose portico.toml Portico accepts. Debian packages no Kubernetes schema validator
+every container, probes on /readyz and /healthz, both admin ports annotated for Prometheus, a
+ConfigMap whose portico.toml Portico accepts, and whose admin port answers only read-only paths
+until a token is configured as the comments say. Debian packages no Kubernetes schema validator
 (kubeconform, kubeval): the checks are structural, with python3-yaml."""
+import http.client
 import os
 import subprocess
 import tempfile
@@ -13,6 +15,7 @@ import unittest
 import yaml
 
 import harness
+from proxy_harness import start_example
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PORTICO = os.path.join(harness.BUILD_DIR, "proxy", "portico")
@@ -83,6 +86,21 @@ class Kubernetes(unittest.TestCase):
         self.assertEqual(scraped, {ports["admin"], ports["backend-admin"]})
         admin = tomllib.loads(self.config)["admin"]["address"]
         self.assertEqual(admin, f"0.0.0.0:{ports['admin']}")  # reachable by the probes
+
+    def test_the_admin_port_serves_only_its_read_only_paths(self):
+        # The probes and Prometheus reach it on the pod's address; a purge is refused from
+        # every peer, the pod's containers included, until the token of the comments is set.
+        ports = start_example(self, self.config)
+        for path in ("/healthz", "/readyz", "/metrics"):
+            self.assertEqual(harness.http_get(ports[9901], path)[0], 200, path)
+        conn = http.client.HTTPConnection("127.0.0.1", ports[9901], timeout=10)
+        self.addCleanup(conn.close)
+        conn.request("POST", "/cache/purge?url=http%3A%2F%2Fa%2Fb")
+        self.assertEqual(conn.getresponse().status, 403)
+        with open(os.path.join(ROOT, "deploy", "kubernetes", "sidecar.yaml")) as f:
+            text = f.read()
+        for way in ("token_file =", "defaultMode: 0440", "Authorization: Bearer"):
+            self.assertIn(way, text)
 
 
 if __name__ == "__main__":

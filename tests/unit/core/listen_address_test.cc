@@ -120,6 +120,23 @@ TEST_F(OpenUnixListener, ListensWithTheMode) {
   EXPECT_TRUE(connects());
 }
 
+TEST_F(OpenUnixListener, ListensWithTheOwner) {
+  auto a = parse_listen_address("unix:" + path_ + ":0660");
+  ASSERT_TRUE(a);
+  // As root the owner really changes; otherwise to this user's own ids, the ones it may give.
+  bool root = ::geteuid() == 0;
+  a->uid = root ? 65534 : static_cast<int>(::geteuid());
+  a->gid = root ? 65534 : static_cast<int>(::getegid());
+  auto fd = open_listener(*a, 16, PortSharing::NONE);
+  ASSERT_TRUE(fd) << fd.error();
+  fds_.push_back(*fd);
+  struct stat st;
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<int>(st.st_uid), a->uid);
+  EXPECT_EQ(static_cast<int>(st.st_gid), a->gid);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+}
+
 TEST_F(OpenUnixListener, ReplacesAStaleSocketFile) {
   // A server that died leaves its socket file behind with nobody accepting.
   int dead = ::socket(AF_UNIX, SOCK_STREAM, 0);
