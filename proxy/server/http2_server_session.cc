@@ -198,8 +198,11 @@ void Http2ServerSession::before_flush() {
       if (st->listener_ && st->session_ == this)
         st->listener_->on_response_writable(*st);
   }
+  // Done (GOAWAY both ways, or ours and every stream ended). Lingering: the client's last
+  // WINDOW_UPDATEs, unread, would make the close a reset, and a TCP reset destroys the last
+  // DATA frames still on their way to it.
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
-    conn_.close_after_flush(false);
+    conn_.close_after_flush(true);
 }
 
 void Http2ServerSession::on_output_drained() {

@@ -148,7 +148,7 @@ void Http2UpstreamConnection::run_deferred() {
 }
 
 void Http2UpstreamConnection::flush() {
-  if (state_ != State::OPEN && state_ != State::DRAINING)
+  if ((state_ != State::OPEN && state_ != State::DRAINING) || write_closed_)
     return;
   while (out_.size() < kOutputHigh) {
     const uint8_t* data;
@@ -164,7 +164,7 @@ void Http2UpstreamConnection::flush() {
   if (!out_.empty()) {
     ssize_t w = write_out(out_);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      close(UpstreamError::RESET);
+      write_failed();
       return;
     }
   }
@@ -180,6 +180,23 @@ void Http2UpstreamConnection::flush() {
   }
   if (state_ == State::DRAINING && streams_.empty() && out_.empty())
     close(UpstreamError::RESET);
+}
+
+void Http2UpstreamConnection::write_failed() {
+  // An upstream that finished its streams after a GOAWAY closes at once, while its last
+  // DATA frames still wait in our socket; the WINDOW_UPDATE for what we consumed then meets
+  // EPIPE. Those answers are whole: read them, and fail only what the end of the input
+  // leaves unfinished (on_readable's end of stream, or each stream's own timeout).
+  write_closed_ = true;
+  out_.clear();
+  ev_io_stop(pool_.loop(), &wev_);
+  if (state_ == State::OPEN)
+    state_ = State::DRAINING; // no new streams here
+  if (streams_.empty()) {
+    close(UpstreamError::RESET);
+    return;
+  }
+  ev_feed_event(pool_.loop(), &rev_, EV_READ);
 }
 
 void Http2UpstreamConnection::on_writable() {

@@ -71,6 +71,8 @@ private:
   void advance();
   void on_established();
   void flush();
+  // A write failed: no more output, the input is read to its end.
+  void write_failed();
   void end_response(Http2UpstreamStream& st);
   void stream_gone(Http2UpstreamStream* st);
   void arm_idle();
@@ -89,6 +91,7 @@ private:
   bool limit_known_ = false;
   bool notify_writable_ = false;
   bool has_failed_streams_ = false;
+  bool write_closed_ = false; // write_failed: the upstream reads no more
 };
 
 } // namespace portico::upstream

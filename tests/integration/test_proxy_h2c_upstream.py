@@ -1,8 +1,10 @@
 """protocol = "h2c": many client requests share a few h2c connections to the upstream. What is
 special about sharing: a graceful restart of the upstream (GOAWAY) must lose nothing, a dead
 upstream fails only its own streams, and requests do not each open a connection."""
+import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -201,6 +203,58 @@ class H2cUpstream(unittest.TestCase):
         # The master starts new workers; the next requests open a new connection.
         harness.wait_until(lambda: curl(self.proxy, "h1", "/hello").status == 200, timeout=30,
                            what="a request served after the restart")
+
+    def test_retiring_backend_workers_cut_no_response_over_a_unix_socket(self):
+        # Each worker retires after a few requests: it sends GOAWAY, finishes its streams and
+        # closes. The proxy still has their last DATA frames to read when it next writes (a
+        # WINDOW_UPDATE for what it consumed) and meets EPIPE: the answers already in its
+        # socket's queue must still reach their clients.
+        self.retiring_workers_cut_nothing(unix=True)
+
+    def test_retiring_backend_workers_cut_no_response_over_tcp(self):
+        # Over TCP the worker's close, with those WINDOW_UPDATEs unread, was a reset, which
+        # destroyed the DATA frames still on their way: the server now lingers.
+        self.retiring_workers_cut_nothing(unix=False)
+
+    def retiring_workers_cut_nothing(self, unix):
+        backend = harness.Backend("--max-requests", "5", "--min-requests", "1", workers=2,
+                                  unix=unix)
+        self.addCleanup(backend.stop)
+        endpoint = f"unix:{backend.sock_path}" if unix else f"127.0.0.1:{backend.port}"
+        proxy = Proxy([endpoint], workers=1, cluster_options=H2C)
+        self.addCleanup(proxy.stop)
+        outcomes, lock = [], threading.Lock()
+
+        def client(k):
+            rng = random.Random(k)
+            conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+            for _ in range(20):
+                body = rng.randbytes(rng.choice([10, 65536, 200000]))
+                try:
+                    conn.request("POST", "/echo", body=body)
+                    r = conn.getresponse()
+                    data = r.read()
+                    # A 502 is honest (a POST is never sent twice); a 200 carries the body.
+                    outcome = "ok" if (r.status, data) == (200, body) else \
+                        "502" if r.status == 502 else f"status {r.status}, {len(data)} bytes"
+                except (http.client.HTTPException, OSError) as e:
+                    outcome = f"cut: {e!r:.80}"
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+                with lock:
+                    outcomes.append(outcome)
+            conn.close()
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        bad = [o for o in outcomes if o not in ("ok", "502")]
+        self.assertEqual(len(outcomes), 160)
+        self.assertEqual(bad, [])
+        # The workers did retire, many times over.
+        self.assertGreaterEqual(backend.read_log().count("started"), 20)
 
     def test_refused_endpoint_is_502(self):
         # Bound, never listening, and held until the test ends (not released for another
