@@ -18,6 +18,7 @@ from test_backend_metrics import AdminBackend
 
 WORKERS = 4
 BURSTS = 3
+MAX_BURSTS = 12  # while a worker has yet to take part (one the scheduler starves)
 
 
 def slot_counts(text):
@@ -68,7 +69,9 @@ class AcceptSpread(unittest.TestCase):
     def test_a_burst_of_connections_spreads_over_the_workers(self):
         self.assertEqual(len(self.backend.worker_pids()), WORKERS)
         before = {slot: 0 for slot in range(WORKERS)}
-        for burst in range(BURSTS):
+        burst = 0
+        while burst < BURSTS or (min(before.values()) == 0 and burst < MAX_BURSTS):
+            burst += 1
             one_request_each(queued_connections(self.backend, 2 * WORKERS))
             counts = slot_counts(self.backend.scrape())
             share = {slot: counts.get(slot, 0) - before[slot] for slot in before}
@@ -82,9 +85,11 @@ class AcceptSpread(unittest.TestCase):
             harness.wait_until(lambda: accepted_sockets(self.backend.sock_path) == 0,
                                what="the workers to close the burst's connections")
         # Over the bursts every worker takes part. Within one, a worker may miss its 50 ms: CI
-        # saw {2, 3, 3, 0} under the ASan suite on 2 cores, four workers and two tests at once.
-        self.assertGreaterEqual(min(before.values()), 1, before)
-        self.assertLessEqual(max(before.values()), BURSTS * 2 * WORKERS // 2, before)
+        # saw {2, 3, 3, 0} under the ASan suite on 2 cores, four workers and two tests at once,
+        # and {9, 0, 9, 6} over three bursts with the machine busier still: more bursts then,
+        # up to MAX_BURSTS (with no sharing the first worker awake takes every connection).
+        self.assertGreaterEqual(min(before.values()), 1, (burst, before))
+        self.assertLessEqual(max(before.values()), burst * 2 * WORKERS // 2, (burst, before))
 
     def test_a_stopped_worker_does_not_hold_up_the_others(self):
         # One worker stays stopped: the others must not wait on it for a share it never takes.

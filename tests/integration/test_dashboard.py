@@ -95,6 +95,14 @@ class Traffic:
         self.thread.join(30)
 
 
+def group_totals(driver):
+    """{group: total} of the groups table, read in one script: the page redraws it every
+    second, and an element found by one call may be gone by the next (stale)."""
+    return {k: float(v) for k, v in driver.execute_script(
+        "const o = {}; for (const r of document.querySelectorAll('#groups tbody tr'))"
+        " o[r.dataset.group] = r.dataset.total; return o;").items()}
+
+
 def wait_drawn(driver, columns=3):
     """Until the heatmap has drawn at least `columns` seconds of requests."""
     harness.wait_until(
@@ -136,14 +144,16 @@ class ProxyDashboard(unittest.TestCase):
         harness.wait_until(lambda: float(driver.find_element("id", "t-total")
                                          .get_attribute("data-value") or 0) == want,
                            timeout=10, what="the page's total at /metrics'")
-        rows = {r.get_attribute("data-group"): float(r.get_attribute("data-total"))
-                for r in driver.find_elements("css selector", "#groups tbody tr")}
+        rows = group_totals(driver)
         self.assertEqual(rows["route */"], want)
         self.assertEqual(rows["cluster app"], want)
         errors_5xx = metric_total(metrics, "portico_requests_total", code="503")
         self.assertGreater(errors_5xx, 0)
-        gauges = {e.get_attribute("data-gauge"): e.text
-                  for e in driver.find_elements("css selector", "[data-gauge]")}
+        # Read in one script: the page redraws its gauges every second, and an element found
+        # here may be replaced before its text is asked for (StaleElementReferenceException).
+        gauges = driver.execute_script(
+            "const o = {}; for (const e of document.querySelectorAll('[data-gauge]'))"
+            " o[e.dataset.gauge] = e.textContent; return o;")
         self.assertIn("client_connections_h1", gauges)
         self.assertEqual(severe_console(driver), [])
         urls = requested_urls(driver)
@@ -205,8 +215,7 @@ class BackendDashboard(unittest.TestCase):
         harness.wait_until(lambda: float(driver.find_element("id", "t-total")
                                          .get_attribute("data-value") or 0) == want,
                            timeout=10, what="the page's total at /metrics'")
-        rows = {r.get_attribute("data-group"): float(r.get_attribute("data-total"))
-                for r in driver.find_elements("css selector", "#groups tbody tr")}
+        rows = group_totals(driver)
         self.assertEqual(rows["app hello"],
                          metric_total(metrics, "portico_backend_requests_total", app="hello"))
         self.assertEqual(rows["app status"],
