@@ -54,9 +54,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=ON
 in_background build-asan/build.log ninja -C build-asan -j "$JOBS"
 
 step "tests: RelWithDebInfo (the ASan+UBSan build compiles meanwhile, niced)"
-# Not the chaos soak yet: it finds an upstream reset through the h2c cluster in 3 of 4 runs,
-# not yet explained (tests/soak/README.md); run it by hand until then.
-ctest --test-dir build -j "$JOBS" --timeout 600 -LE soak
+# The chaos soak (label soak, 60 s) runs here, in the optimised build; under the sanitizers
+# it is run by hand (tests/soak/README.md), its minute being what this stage can spare.
+ctest --test-dir build -j "$JOBS" --timeout 600
 
 step "build: ASan+UBSan"
 finish_background build-asan/build.log "build: ASan+UBSan"
