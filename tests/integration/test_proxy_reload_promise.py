@@ -3,8 +3,8 @@ h2c with a client that honours GOAWAY (load_clients.H2Load), one WebSocket and o
 bidirectional stream held open across three reloads. Every request is served by the old or
 the new configuration and none is refused or cut; the WebSocket and the gRPC stream stay open
 and echo on after each reload; each reload's own route answers on a new connection. (USR2's
-half of the promise: test_proxy_upgrade for requests, test_proxy_goodbye for the long-lived
-connections.)"""
+half of the promise: test_proxy_upgrade and test_proxy_shutdown for requests; the goodbye of
+long-lived connections is not built yet, README says so.)"""
 import asyncio
 import os
 import queue
