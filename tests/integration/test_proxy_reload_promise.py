@@ -155,6 +155,8 @@ class ReloadPromise(unittest.TestCase):
         self.assertEqual(r1["failed"], 0, r1["out"])
         self.assertGreater(r1["total"], 1000, r1["out"])
         self.assertEqual(r2["failed"], 0, r2)
+        # A reload closes no connection: the h2c clients were never told to go.
+        self.assertEqual(r2["goaways"], 0, r2)
 
 
 if __name__ == "__main__":
