@@ -302,8 +302,11 @@ struct RouteConfig {
 };
 
 struct ServerConfig {
-  int workers = 0;               // 0 = one per core
-  double grace_period = 30;      // SIGTERM: how long in-flight work may finish
+  int workers = 0;          // 0 = one per core
+  double grace_period = 30; // SIGTERM: how long in-flight work may finish
+  // How long WebSockets may go on after TERM or USR2 before their goodbye (a close frame,
+  // 1001), at most until 1 s before grace_period ends.
+  double long_lived_drain = 30;
   double keepalive_timeout = 60; // client connections
   double header_timeout = 30;    // from a request head's first byte to its end (408)
   double send_timeout = 60;      // a client that takes no response byte for this long is cut

@@ -113,6 +113,7 @@ std::string dump_config(const Config& c) {
   toml::table root{
       {"server", toml::table{{"workers", s.workers},
                              {"grace_period", s.grace_period},
+                             {"long_lived_drain", s.long_lived_drain},
                              {"keepalive_timeout", s.keepalive_timeout},
                              {"header_timeout", s.header_timeout},
                              {"send_timeout", s.send_timeout},

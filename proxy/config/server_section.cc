@@ -7,13 +7,15 @@ namespace portico::config {
 void read_server(Reader& r, const toml::table& t, ServerConfig& s) {
   const std::string w = "[server]";
   r.only_keys(t,
-              {"workers", "grace_period", "keepalive_timeout", "header_timeout", "max_header_bytes",
-               "max_body_bytes", "via", "forwarded", "trusted_proxies", "request_id_header",
-               "h2_max_concurrent_streams", "h2_sleep_after", "send_timeout", "max_connections",
-               "max_buffer_memory", "max_buffered_response_bytes", "pid_file", "resolvers"},
+              {"workers", "grace_period", "long_lived_drain", "keepalive_timeout", "header_timeout",
+               "max_header_bytes", "max_body_bytes", "via", "forwarded", "trusted_proxies",
+               "request_id_header", "h2_max_concurrent_streams", "h2_sleep_after", "send_timeout",
+               "max_connections", "max_buffer_memory", "max_buffered_response_bytes", "pid_file",
+               "resolvers"},
               w);
   r.get_number(t, "workers", s.workers, w, 0, 256);
   r.get_number(t, "grace_period", s.grace_period, w, 0, 86400);
+  r.get_number(t, "long_lived_drain", s.long_lived_drain, w, 0, 86400);
   r.get_number(t, "keepalive_timeout", s.keepalive_timeout, w, 0.001, 86400);
   r.get_number(t, "header_timeout", s.header_timeout, w, 0.001, 86400);
   r.get_number(t, "send_timeout", s.send_timeout, w, 0.001, 86400);

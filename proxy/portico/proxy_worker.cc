@@ -128,6 +128,11 @@ void ProxyWorker::drain() {
   ev_async_send(loop_, &async_);
 }
 
+void ProxyWorker::goodbye() {
+  goodbye_.store(true);
+  ev_async_send(loop_, &async_);
+}
+
 void ProxyWorker::purge(std::shared_ptr<PurgeJob> job) {
   {
     std::lock_guard lock(mailbox_mu_);
@@ -184,6 +189,8 @@ void ProxyWorker::on_async() {
     acceptors_.clear(); // this worker's accept sockets stop; the listening fds close in main
     ctx_->begin_drain([this] { ev_break(loop_, EVBREAK_ALL); });
   }
+  if (draining_ && goodbye_.exchange(false))
+    ctx_->goodbye();
 }
 
 void ProxyWorker::apply(GenerationSpec spec) {

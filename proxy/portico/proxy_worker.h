@@ -52,6 +52,8 @@ public:
   Progress take_progress();
   // From any thread: stop accepting, finish in-flight exchanges (GOAWAY, Connection: close).
   void drain();
+  // From any thread, after drain: long-lived exchanges say goodbye (ServerContext::goodbye).
+  void goodbye();
   // From the admin thread: the caches drop what job asks, on this worker's loop; the last
   // worker to finish wakes the admin loop (cache_purge.h).
   void purge(std::shared_ptr<PurgeJob> job);
@@ -91,6 +93,7 @@ private:
   ev_timer retire_; // while old generations are left: looks whether they are unused
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
+  std::atomic<bool> goodbye_{false};
   std::atomic<bool> finished_{false};
   bool torn_down_ = false;
   std::atomic<double> heartbeat_{0}; // ev_now() of the last beat

@@ -45,8 +45,10 @@ Supervisor::Supervisor(Startup s)
   done_.data = this;
   ev_async_start(loop_, &done_);
   ev_init(&grace_, grace_cb);
+  ev_init(&goodbye_, goodbye_cb);
   ev_init(&watchdog_, watchdog_cb);
   grace_.data = this;
+  goodbye_.data = this;
   next_id_ = s.first->id() + 1;
   generations_.push_back(std::move(s.first));
   ConfigGeneration& g = current();
@@ -90,6 +92,7 @@ Supervisor::~Supervisor() {
     ev_signal_stop(loop_, &s);
   ev_async_stop(loop_, &done_);
   ev_timer_stop(loop_, &grace_);
+  ev_timer_stop(loop_, &goodbye_);
   ev_timer_stop(loop_, &watchdog_);
   for (auto& r : rotations_)
     ev_timer_stop(loop_, &r->timer);
@@ -200,6 +203,14 @@ void Supervisor::grace_cb(struct ev_loop*, ev_timer* w, int) {
   log::write(log::Level::WARN, log::Kind::GENERAL, "grace period over; closing what is left");
   for (auto& worker : self->workers_)
     worker->stop();
+}
+
+void Supervisor::goodbye_cb(struct ev_loop*, ev_timer* w, int) {
+  auto* self = static_cast<Supervisor*>(w->data);
+  log::write(log::Level::INFO, log::Kind::GENERAL,
+             "long-lived connections' drain window over; WebSockets are told goodbye");
+  for (auto& worker : self->workers_)
+    worker->goodbye();
 }
 
 void Supervisor::reload() {
@@ -374,8 +385,12 @@ void Supervisor::begin_drain(const char* why) {
     admin_->set_draining(); // /readyz fails from now on
   for (auto& w : workers_)
     w->drain();
-  ev_timer_set(&grace_, current().config().server.grace_period, 0);
+  const config::ServerConfig& s = current().config().server;
+  ev_timer_set(&grace_, s.grace_period, 0);
   ev_timer_start(loop_, &grace_);
+  // The goodbye leaves its close handshake a second before the grace period cuts.
+  ev_timer_set(&goodbye_, std::min(s.long_lived_drain, std::max(0.0, s.grace_period - 1)), 0);
+  ev_timer_start(loop_, &goodbye_);
 }
 
 void Supervisor::on_signal(int sig) {

@@ -51,6 +51,7 @@ private:
   static void signal_cb(struct ev_loop* loop, ev_signal* w, int revents);
   static void done_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void grace_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void goodbye_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void rotate_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void watchdog_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_signal(int sig);
@@ -89,6 +90,7 @@ private:
   ev_signal signals_[6];
   ev_async done_;
   ev_timer grace_;
+  ev_timer goodbye_;  // [server] long_lived_drain after the drain began
   ev_timer watchdog_; // WatchdogSec=: WATCHDOG=1 while the workers turn
 
   struct Rotation {

@@ -161,7 +161,10 @@ void ProxiedExchange::upstream_body(std::string_view data) {
     }
   }
   if (up_ && !before_101) {
-    up_->send_body(data);
+    if (goodbye_)
+      tunnel_to_upstream(data);
+    else
+      up_->send_body(data);
     if (up_->buffered() > kUpstreamHigh)
       hold_client(kHeldByUpstream, true);
   } else if (replay_.size() > kReplayLimit) {
@@ -173,8 +176,9 @@ void ProxiedExchange::upstream_body(std::string_view data) {
 
 void ProxiedExchange::upstream_end() {
   if (tunnel_) {
-    if (up_)
-      up_->end_request({}); // the client shut its side of the tunnel: so does ours upstream
+    // The client shut its side of the tunnel: so does ours upstream (unless the goodbye did).
+    if (up_ && !(goodbye_ && goodbye_->over(TunnelGoodbye::TO_UPSTREAM)))
+      up_->end_request({});
     return;
   }
   // An HTTP/2 client's END_STREAM on a WebSocket CONNECT ends its side of the tunnel to come;
@@ -396,8 +400,9 @@ void ProxiedExchange::open_tunnel(std::span<const http::Header> fields) {
   response_began(101);
   tunnel_ = true;
   replayable_ = false; // nothing is sent twice once the upstream has switched protocols
+  goodbye_ = std::make_unique<TunnelGoodbye>();
   // What the client sent before the 101 goes now, as the tunnel's first bytes.
-  replay_.for_each_run([&](std::string_view run) { up_->send_body(run); });
+  replay_.for_each_run([&](std::string_view run) { tunnel_to_upstream(run); });
   replay_.clear();
   hold_client(kHeldByUpstream, false);
   up_->set_tunnel_timeout(tunnel_timeout_);
@@ -418,12 +423,55 @@ void ProxiedExchange::open_tunnel(std::span<const http::Header> fields) {
     up_->end_request({});
 }
 
+void ProxiedExchange::tunnel_to_upstream(std::string_view data) {
+  bool now = false;
+  std::string_view part = goodbye_->pass(TunnelGoodbye::TO_UPSTREAM, data, &now);
+  if (!part.empty() && up_)
+    up_->send_body(part);
+  if (now)
+    say_goodbye(TunnelGoodbye::TO_UPSTREAM);
+}
+
+void ProxiedExchange::say_goodbye(TunnelGoodbye::Direction d) {
+  std::string frame = TunnelGoodbye::close_frame(d);
+  if (d == TunnelGoodbye::TO_CLIENT) {
+    ex_.send_body(frame);
+    return;
+  }
+  // The upstream's close answers ours and then it closes, which ends the exchange (and the
+  // client's connection, after our close frame to it).
+  if (up_) {
+    up_->send_body(frame);
+    up_->end_request({});
+  }
+}
+
+bool ProxiedExchange::on_goodbye(server::Exchange&) {
+  if (!tunnel_ || !goodbye_ || closed_ || state_ == State::FINISHED)
+    return false;
+  if (goodbye_->begun())
+    return true;
+  if (goodbye_->begin(TunnelGoodbye::TO_CLIENT))
+    say_goodbye(TunnelGoodbye::TO_CLIENT);
+  if (goodbye_->begin(TunnelGoodbye::TO_UPSTREAM))
+    say_goodbye(TunnelGoodbye::TO_UPSTREAM);
+  return true;
+}
+
 void ProxiedExchange::on_upstream_body(std::string_view data) {
   record_.add_response_bytes(data.size());
-  if (chain_ && !tunnel_)
+  if (chain_ && !tunnel_) {
     chain_->response_body(data, false);
-  else
+  } else if (goodbye_) {
+    bool now = false;
+    std::string_view part = goodbye_->pass(TunnelGoodbye::TO_CLIENT, data, &now);
+    if (!part.empty())
+      ex_.send_body(part);
+    if (now)
+      say_goodbye(TunnelGoodbye::TO_CLIENT);
+  } else {
     ex_.send_body(data);
+  }
   maybe_pause_upstream();
 }
 

@@ -15,12 +15,14 @@
 #include "routing/hedge.h"
 #include "routing/retry_policy.h"
 #include "routing/route.h"
+#include "routing/tunnel_goodbye.h"
 #include "server/exchange.h"
 #include "upstream/request_writer.h"
 #include "upstream/upstream_stream.h"
 #include "upstream/upstream_stream_listener.h"
 
 #include <ev.h>
+#include <memory>
 #include <vector>
 
 namespace portico::upstream {
@@ -77,6 +79,7 @@ private:
   void on_request_end(server::Exchange& ex) override;
   void on_response_writable(server::Exchange& ex) override;
   void on_exchange_close(server::Exchange& ex) override;
+  bool on_goodbye(server::Exchange& ex) override;
 
   // The filters' far end.
   void chain_request_head() override { go_upstream(); }
@@ -155,6 +158,9 @@ private:
   void response_began(int status);
   // The upstream's 101 to a TUNNEL request: the client's side opens too.
   void open_tunnel(std::span<const http::Header> fields);
+  // A tunnel's bytes towards the upstream, past the goodbye's frame tracking.
+  void tunnel_to_upstream(std::string_view data);
+  void say_goodbye(TunnelGoodbye::Direction d);
   // date: the upstream's Date field, for the filters.
   void send_response_head(int status, int64_t content_length, std::vector<http::Header>& fields,
                           bool tunnel, std::string_view date = {});
@@ -193,7 +199,8 @@ private:
   std::vector<http::Header> request_trailers_;  // likewise, sent after the last chunk
   double tunnel_timeout_ = 0;
   ev_timer timer_;
-  Hedge* hedge_ = nullptr; // at most one per request
+  Hedge* hedge_ = nullptr;                 // at most one per request
+  std::unique_ptr<TunnelGoodbye> goodbye_; // a WebSocket tunnel's frame tracking, once open
   State state_ = State::WAITING;
   // Conditions that hold across states rather than steps of it: the body so far is still
   // held for a retry; the client's request is complete (and came with trailers); the tries

@@ -287,6 +287,18 @@ void ClientConnection::drain() {
   session_->drain();
 }
 
+void ClientConnection::goodbye() {
+  if (session_ && close_state_ == CloseState::OPEN)
+    session_->goodbye();
+}
+
+void ClientConnection::last_words() {
+  if (!session_ || close_state_ == CloseState::CLOSED)
+    return;
+  session_->last_words();
+  flush();
+}
+
 void ClientConnection::expire_idle_within(ev_tstamp t) {
   if (t >= idle_timeout_ || close_state_ != CloseState::OPEN)
     return;

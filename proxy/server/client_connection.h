@@ -82,6 +82,10 @@ public:
   // Switch to HTTP/2 after an HTTP/1 "Upgrade: h2c" (the 101 is already queued).
   void upgrade_to_h2(const UpgradeToH2& up);
   void drain();
+  void goodbye();
+  // The grace period is over: the session's last frames (HTTP/2 RST_STREAMs), in one write
+  // of what the socket takes now, before close_now.
+  void last_words();
   // Closes the connection once idle for t (counted from its last activity), if that is sooner
   // than the keep-alive timeout.
   void expire_idle_within(ev_tstamp t);

@@ -34,6 +34,9 @@ public:
   // The exchange is over, completed or aborted (client gone, stream reset). The exchange must
   // not be touched after this returns; a listener that owns itself deletes itself here.
   virtual void on_exchange_close(Exchange& ex) {}
+  // A graceful stop's drain window for long-lived exchanges is over: a WebSocket tunnel says
+  // goodbye (a close frame each way) and returns true; anything else returns false.
+  virtual bool on_goodbye(Exchange& ex) { return false; }
 };
 
 class Exchange {

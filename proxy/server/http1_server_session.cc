@@ -522,6 +522,11 @@ void Http1ServerSession::drain() {
     conn_.expire_idle_within(conn_.context().limits().drain_idle_grace);
 }
 
+void Http1ServerSession::goodbye() {
+  if (state_ == State::TUNNEL && ex_.listener_)
+    ex_.listener_->on_goodbye(ex_);
+}
+
 void Http1ServerSession::on_close() {
   bool exchange = in_exchange();
   set_state(State::CLOSED);

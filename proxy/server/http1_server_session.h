@@ -71,6 +71,7 @@ public:
   ev_tstamp head_started() const override { return head_started_; }
   void on_timeout() override;
   void drain() override;
+  void goodbye() override;
   void on_close() override;
   void on_output_drained() override;
   State state() const { return state_; }

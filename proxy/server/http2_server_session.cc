@@ -240,6 +240,27 @@ void Http2ServerSession::drain() {
   want_write();
 }
 
+void Http2ServerSession::goodbye() {
+  // A goodbye may end its stream (and unlink it): the next one is taken first.
+  for (Http2Exchange* st = streams_.front(); st;) {
+    Http2Exchange* next = Streams::next(st);
+    if (st->listener_)
+      st->listener_->on_goodbye(*st);
+    st = next;
+  }
+  want_write();
+}
+
+void Http2ServerSession::last_words() {
+  if (!session_)
+    return; // asleep: it has no stream
+  // CANCEL: the stream's work is no longer wanted (RFC 9113 7); a gRPC client reports
+  // CANCELLED, where a bare close reads as the network failing.
+  for (Http2Exchange* st = streams_.front(); st; st = Streams::next(st))
+    if (st->id_ > 0)
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, st->id_, NGHTTP2_CANCEL);
+}
+
 void Http2ServerSession::send_final_goaway() {
   if (lifecycle_ != Lifecycle::DRAINING)
     return;

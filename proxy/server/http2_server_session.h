@@ -55,6 +55,8 @@ public:
   ev_tstamp sleep_due() const override;
   void on_sleep_due() override;
   void drain() override;
+  void goodbye() override;
+  void last_words() override;
   void on_close() override;
 
   // For Http2Exchange.

@@ -177,10 +177,19 @@ void ServerContext::reconfigure(RequestHandler& handler, const ServerLimits& lim
     c->drain();
 }
 
-void ServerContext::close_all() {
+void ServerContext::goodbye() {
+  // Copy: a goodbye may end exchanges and close connections.
   std::vector<ClientConnection*> all = connections_;
   for (ClientConnection* c : all)
+    c->goodbye();
+}
+
+void ServerContext::close_all() {
+  std::vector<ClientConnection*> all = connections_;
+  for (ClientConnection* c : all) {
+    c->last_words();
     c->close_now();
+  }
 }
 
 } // namespace portico::server

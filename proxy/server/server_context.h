@@ -119,6 +119,10 @@ public:
   // on its way is answered. on_drained runs once none is left.
   void begin_drain(std::function<void()> on_drained);
   bool draining() const { return draining_; }
+  // After begin_drain, when long-lived exchanges have had their window ([server]
+  // long_lived_drain): each WebSocket tunnel sends a close frame (1001, going away) both ways
+  // at a frame boundary, then ends as its upstream closes.
+  void goodbye();
   // Closes every connection at once.
   void close_all();
 

@@ -46,6 +46,11 @@ public:
   virtual void on_sleep_due() {}
   // Graceful stop: finish what is in flight, accept nothing new.
   virtual void drain() = 0;
+  // The drain window of long-lived exchanges is over (ServerContext::goodbye).
+  virtual void goodbye() {}
+  // The grace period is over and the connection closes now: a last word to the client, if the
+  // protocol has one (HTTP/2: RST_STREAM for every stream still open).
+  virtual void last_words() {}
   // The connection is going away: abort every open exchange.
   virtual void on_close() = 0;
 };

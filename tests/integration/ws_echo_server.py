@@ -11,11 +11,15 @@ import websockets
 
 
 async def handler(ws, path):
-    if path.startswith("/slow"):
-        await ws.wait_closed()
-        return
-    async for message in ws:
-        await ws.send(message)
+    try:
+        if path.startswith("/slow"):
+            await ws.wait_closed()
+            return
+        async for message in ws:
+            await ws.send(message)
+    finally:
+        # What the peer's close frame said (test_proxy_goodbye reads it here).
+        print(f"closed {path} code {ws.close_code}", flush=True)
 
 
 async def refuse(path, headers):
