@@ -17,7 +17,7 @@ from harness import wait_until
 from proxy_harness import PORTICO, Proxy, toml_string
 from test_proxy_grpc import GrpcServer
 from test_proxy_reload_promise import GrpcBidi
-from test_proxy_websocket import WsServer
+from test_proxy_websocket import H2Client, WsServer, ws_frame
 
 ROUTES = """[[cluster]]
 name = "ws"
@@ -119,6 +119,22 @@ class Term(GoodbyeBase, unittest.TestCase):
         # Gone well before grace_period (30 s): the tunnels ended with the goodbye.
         self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
         self.assertIn("WebSockets are told goodbye", proxy.process.read_log())
+
+    def test_an_h2_clients_websocket_is_told_too(self):
+        # RFC 8441's extended CONNECT: GOAWAY when the drain begins, the close frame in the
+        # stream's DATA after long_lived_drain, END_STREAM as the origin closes.
+        proxy = self.start_proxy()
+        with H2Client(proxy.port, goaway_ends=False) as c:
+            status, headers = c.connect("/ws/h2")
+            self.assertEqual(status, "200", headers)
+            c.send_data(ws_frame(0x1, b"before"))
+            self.assertEqual(c.read_ws_message(), (0x1, b"before"))
+            os.kill(proxy.pid, signal.SIGTERM)
+            self.assertEqual(c.read_ws_message(), (0x8, b"\x03\xe9"))
+            c.wait_end_stream()
+            self.assertGreaterEqual(c.goaways, 1)
+        wait_until(lambda: self.origin_closes() >= 1, what="the origin told 1001")
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
 
     def test_no_goodbye_before_long_lived_drain(self):
         # The window is the WebSocket's own: with a long one it echoes on while requests
