@@ -510,6 +510,10 @@ void Http1ServerSession::on_timeout() {
     return; // the handler owns the pace of a running exchange
   if (state_ == State::HEAD)
     send_error(408);
+  else if (conn_.output_pending() > 0)
+    // Keep-alive expiry (or a drain's) while the last answer still waits for a client that
+    // reads slowly: no more requests, but the answer is whole; send_timeout bounds the wait.
+    conn_.close_after_flush(false);
   else
     conn_.close_now(); // keep-alive expiry
 }

@@ -96,6 +96,32 @@ class Http1Test(unittest.TestCase):
             self.assertGreater(time.monotonic() - t0, 0.5)
             self.assertLess(time.monotonic() - t0, 5)
 
+    def test_keep_alive_expiry_lets_a_stalled_reader_finish(self):
+        # The answer is complete, and its last bytes wait in the connection's output for a
+        # client that stalls for 2.5 s before reading them: the keep-alive timeout (1 s) must
+        # not cut them (send_timeout, 60 s, bounds a client that does not read). The same timer
+        # ends idle connections 1 s into a graceful stop, and cut such answers there too (the
+        # chaos soak: a retiring worker's answers to a proxy whose HTTP/2 client read slowly).
+        backend = Backend("--keepalive-timeout", "1", workers=1, unix=True)
+        self.addCleanup(backend.stop)
+        # Where the answer ends relative to the stall decides whether its last bytes are in
+        # the socket (safe) or still in the worker's output (cut): several stall points.
+        n = 3000000
+        for left in (50000, 100000, 150000, 200000, 250000, 300000):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(10)
+                s.connect(backend.sock_path)
+                s.sendall(f"GET /bytes?n={n} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                data = b""
+                while len(data) < n - left:
+                    data += s.recv(min(65536, n - left - len(data)))
+                time.sleep(2.5)  # the client stalls: the workload, not a synchronisation
+                while chunk := s.recv(65536):
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+                self.assertEqual(len(body), n, f"stalled with {left} bytes unread")
+
     def test_pipelining_answers_in_order(self):
         requests = (b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
                     b"GET /counter?id=pipeline HTTP/1.1\r\nHost: x\r\n\r\n"
