@@ -73,9 +73,10 @@ fi
 
 step "tests: ASan+UBSan (the fuzz targets compile meanwhile, niced)"
 # Benchmarks are about speed, the HTTP cache suite about behaviour a sanitizer build does not
-# change (test_proxy_cache runs the same paths under it): under sanitizers they prove nothing.
+# change (test_proxy_cache runs the same paths under it), the Debian package is installed once
+# (from the optimised build): under sanitizers they prove nothing.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan -j "$JOBS" --timeout 900 -LE "bench|conformance|soak"
+  ctest --test-dir build-asan -j "$JOBS" --timeout 900 -LE "bench|conformance|soak|package"
 
 if [ -n "$FUZZ" ]; then
   step "fuzz: libFuzzer (clang), bounded time"

@@ -1,7 +1,8 @@
-"""cmake --install puts everything in its place under the prefix it is given: both binaries
-(which run), their --help as text, the example configurations, the Prometheus files, and the
-systemd units naming the installed binaries and configuration path, which systemd-analyze
-verifies and scores below 3.0 ("OK")."""
+"""cmake --install puts everything in its place under the prefix it is given: both binaries in
+sbin (which run), their --help as text, the configuration (valid as installed), the example
+configurations, logrotate, the man pages, the Prometheus files, and the systemd units naming
+the installed binaries and configuration path, which systemd-analyze verifies and scores below
+3.0 ("OK")."""
 import os
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ class Install(unittest.TestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for binary in ("portico", "portico-backend"):
-            path = os.path.join(prefix, "bin", binary)
+            path = os.path.join(prefix, "sbin", binary)
             v = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
             self.assertEqual(v.returncode, 0)
             self.assertTrue(v.stdout.startswith(binary + " "))
@@ -32,7 +33,9 @@ class Install(unittest.TestCase):
             self.assertIn(f"ExecStart={path} ", unit)
         with open(os.path.join(prefix, "lib", "systemd", "system", "portico.service")) as f:
             self.assertIn(f"-c {prefix}/etc/portico/portico.toml", f.read())
-        for f in ("etc/portico/examples/sidecar.toml", "etc/portico/examples/edge.toml",
+        for f in ("share/doc/portico/examples/sidecar.toml", "share/doc/portico/examples/edge.toml",
+                  "etc/portico/portico.toml", "etc/logrotate.d/portico",
+                  "share/man/man8/portico.8.gz", "share/man/man5/portico.toml.5.gz",
                   "share/portico/prometheus/scrape.yml", "share/doc/portico/README.md"):
             self.assertTrue(os.path.isfile(os.path.join(prefix, f)), f)
         # The units as systemd reads them: no unknown key or bad value, and an exposure score
@@ -49,11 +52,12 @@ class Install(unittest.TestCase):
             self.assertRegex(sec.stdout, r"Overall exposure level for \S+: [0-2]\.\d OK")
             with open(os.path.join(units, unit)) as f:
                 self.assertIn("Type=notify", f.read())
-        # The example configuration is valid as installed.
-        sidecar = os.path.join(prefix, "etc/portico/examples/sidecar.toml")
-        t = subprocess.run([os.path.join(prefix, "bin", "portico"), "-t", "-c", sidecar],
-                           capture_output=True, text=True, timeout=10)
-        self.assertEqual(t.returncode, 0, t.stderr)
+        # The configuration and the example are valid as installed.
+        for conf in ("etc/portico/portico.toml", "share/doc/portico/examples/sidecar.toml"):
+            t = subprocess.run([os.path.join(prefix, "sbin", "portico"), "-t", "-c",
+                                os.path.join(prefix, conf)],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(t.returncode, 0, t.stderr)
 
 
 if __name__ == "__main__":
