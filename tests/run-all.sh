@@ -8,7 +8,8 @@ ROOT=$(pwd)
 JOBS=$(nproc)
 export CTEST_OUTPUT_ON_FAILURE=1
 
-step() { printf '\n==== %s\n' "$*"; }
+START=$(date +%s)
+step() { printf '\n==== %s (at %d s)\n' "$*" $(($(date +%s) - START)); }
 
 step "dependencies"
 ./deploy/install-deps.sh
@@ -22,7 +23,10 @@ if [ "$bad" != "0" ]; then
 fi
 
 step "build: RelWithDebInfo"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTICO_DEBUG_INFO=-g1
+# The unit tests are built and run in the ASan+UBSan build only: compiled here too, they took
+# half of this build's time (400 of 760 CPU seconds) to run the same tests without the checks.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTICO_DEBUG_INFO=-g1 \
+  -DPORTICO_UNIT_TESTS=OFF
 ninja -C build -j "$JOBS"
 
 # While a build's tests run, the next build compiles at the lowest priority (nice 19): the tests
