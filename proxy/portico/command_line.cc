@@ -17,6 +17,7 @@ namespace portico::proxy {
 namespace {
 
 constexpr const char* kUsage = R"(usage: portico -c FILE [-t | -T]
+       portico convert-nginx FILE   an nginx configuration as Portico's, on stdout
   -c, --config FILE   configuration (TOML)
   -t, --test          check the configuration and exit: 0 when valid, 1 with every error as
                       FILE:LINE:COL

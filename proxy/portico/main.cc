@@ -7,6 +7,7 @@
 #include "portico/binary_upgrade.h"
 #include "portico/command_line.h"
 #include "portico/config_generation.h"
+#include "portico/convert_command.h"
 #include "portico/listener_sockets.h"
 #include "portico/log_file.h"
 #include "portico/pid_file.h"
@@ -84,6 +85,8 @@ std::vector<std::string> command_for_upgrade(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace portico;
   portico::core::tune_allocator();
+  if (argc >= 2 && std::string_view(argv[1]) == "convert-nginx")
+    return proxy::convert_nginx_command(argc - 1, argv + 1);
   int exit_code = 0;
   auto cl = proxy::parse_command_line(argc, argv, &exit_code);
   if (!cl)
