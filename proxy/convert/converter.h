@@ -55,6 +55,7 @@ public:
   Conversion run(const NginxConfig& config, const std::string& source);
 
 private:
+  Conversion finish(const std::string& source);
   void warn(const Directive& d, const std::string& why);
   void not_carried(const Directive& d);
   void error_log(const Directive& d);

@@ -68,16 +68,30 @@ void Converter::not_carried(const Directive& d) {
 }
 
 Conversion Converter::run(const NginxConfig& config, const std::string& source) {
+  // A file of server blocks (Debian's sites-available/default) is read as the inside of an
+  // http block, as nginx.conf's include would have it.
+  bool has_http = false, has_server = false;
+  for (const auto& d : config.directives) {
+    has_http |= d.name == "http";
+    has_server |= d.name == "server" || d.name == "upstream";
+  }
+  if (has_server && !has_http) {
+    Directive h;
+    h.name = "http";
+    h.has_block = true;
+    h.block = config.directives;
+    http(h);
+    return finish(source);
+  }
   for (const auto& d : config.directives) {
     if (d.name == "http" && d.has_block)
       http(d);
-    else if (d.name == "worker_processes" && d.args.size() == 1 && d.args[0] != "auto" &&
-             nginx_size(d.args[0]) && !d.args[0].ends_with("k"))
-      out_.server.push_back({"workers", d.args[0]});
+    else if (d.name == "worker_processes" && d.args.size() == 1 && nginx_count(d.args[0]))
+      put(out_.server, "workers", std::to_string(*nginx_count(d.args[0])));
     else if (d.name == "worker_processes" && d.args.size() == 1 && d.args[0] == "auto")
       continue; // Portico's default: one per core
     else if (d.name == "pid" && d.args.size() == 1)
-      out_.server.push_back({"pid_file", toml_string(d.args[0])});
+      put(out_.server, "pid_file", toml_string(d.args[0]));
     else if (d.name == "error_log")
       error_log(d);
     else if (d.name == "events" && d.has_block)
@@ -86,6 +100,10 @@ Conversion Converter::run(const NginxConfig& config, const std::string& source) 
     else
       not_carried(d);
   }
+  return finish(source);
+}
+
+Conversion Converter::finish(const std::string& source) {
   Conversion c;
   c.warnings = out_.warnings;
   c.toml = write_toml(out_, source);
@@ -98,15 +116,15 @@ void Converter::error_log(const Directive& d) {
   if (d.args[0] != "stderr" && d.args[0] != "/dev/stderr") {
     if (d.args[0].starts_with("syslog:"))
       return warn(d, "syslog is not carried over: Portico logs to a file or stderr");
-    out_.log.push_back({"file", toml_string(d.args[0])});
+    put(out_.log, "file", toml_string(d.args[0]));
   }
   if (d.args.size() > 1) {
     static const std::set<std::string> levels = {"debug", "info", "warn", "error"};
     std::string level = d.args[1] == "notice" ? "info" : d.args[1];
     if (levels.count(level))
-      out_.log.push_back({"level", toml_string(level)});
+      put(out_.log, "level", toml_string(level));
     else
-      out_.log.push_back({"level", "\"error\""});
+      put(out_.log, "level", "\"error\"");
   }
 }
 
@@ -137,7 +155,7 @@ void Converter::http(const Directive& h) {
       not_carried(d);
   emit_servers(servers);
   if (!max_body_set_)
-    out_.server.push_back({"max_body_bytes", "1048576  # nginx's client_max_body_size default"});
+    put(out_.server, "max_body_bytes", "1048576  # nginx's client_max_body_size default");
 }
 
 bool Converter::server_directive(const Directive& d) {
@@ -147,7 +165,7 @@ bool Converter::server_directive(const Directive& d) {
       warn(d, "not a time nginx would take");
       return true;
     }
-    out_.server.push_back({key, toml_number(*s)});
+    put(out_.server, key, toml_number(*s));
     return true;
   };
   if (d.name == "keepalive_timeout")
@@ -161,7 +179,7 @@ bool Converter::server_directive(const Directive& d) {
     for (const auto& a : d.args)
       if (a.find('=') == std::string::npos)
         servers.push_back(a);
-    out_.server.push_back({"resolvers", toml_strings(servers)});
+    put(out_.server, "resolvers", toml_strings(servers));
     return true;
   }
   return false;

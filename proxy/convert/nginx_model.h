@@ -12,6 +12,16 @@ namespace portico::convert {
 // Keys in the order they are written, each value already TOML ("30", "\"x\"", "{ a = 1 }").
 using TomlKeys = std::vector<std::pair<std::string, std::string>>;
 
+// Sets key (a key given twice, as in two http blocks, keeps its place and takes the last value).
+inline void put(TomlKeys& keys, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : keys)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  keys.emplace_back(key, value);
+}
+
 struct SniOut {
   std::vector<std::string> server_names;
   std::string certificate, private_key;
@@ -24,6 +34,7 @@ struct ListenerOut {
   bool tls = false;
   bool has_default_certificate = false;
   std::string certificate, private_key, min_version, ciphers;
+  std::vector<std::string> certificate_hosts; // the names of the server whose it is
   std::vector<SniOut> sni;
   std::string access_log, access_log_format;
 };

@@ -15,6 +15,7 @@ namespace {
 constexpr int kMaxDepth = 32;        // nested blocks
 constexpr int kMaxIncludeDepth = 16; // include within include
 constexpr size_t kMaxDirectives = 1'000'000;
+constexpr size_t kMaxIncludedFiles = 4096; // in all: a file may be included many times
 
 class Parser {
 public:
@@ -90,7 +91,7 @@ private:
         if (s.text[s.pos] == '\\' && s.pos + 1 < s.text.size()) {
           advance(s);
           char e = s.text[s.pos];
-          if (e == c || e == '\\')
+          if (e == '"' || e == '\'' || e == '\\')
             word->push_back(e);
           else if (e == 'n' || e == 'r' || e == 't')
             word->push_back(unescape(e));
@@ -116,8 +117,18 @@ private:
     }
     while (s.pos < s.text.size() && !std::strchr(" \t\r\n;{}", s.text[s.pos])) {
       if (s.text[s.pos] == '\\' && s.pos + 1 < s.text.size()) {
+        // As in quotes: \" \' \\ \t \r \n are unescaped, any other backslash stays (\.
+        // in a regex). The escaped character may be one that would end the word.
         advance(s);
-        word->push_back(s.text[s.pos]);
+        char e = s.text[s.pos];
+        if (e == '"' || e == '\'' || e == '\\')
+          word->push_back(e);
+        else if (e == 'n' || e == 'r' || e == 't')
+          word->push_back(unescape(e));
+        else {
+          word->push_back('\\');
+          word->push_back(e);
+        }
       } else if (s.text[s.pos] == '$' && s.pos + 1 < s.text.size() && s.text[s.pos + 1] == '{') {
         // ${name}: a variable; its braces are not a block.
         while (s.pos < s.text.size() && s.text[s.pos] != '}') {
@@ -220,6 +231,9 @@ private:
     if (paths.empty() && !wildcard)
       return error(s, d.line, 1, "include \"" + pattern + "\": no such file");
     for (const auto& path : paths) {
+      if (++included_files_ > kMaxIncludedFiles)
+        return error(s, d.line, 1,
+                     "more than " + std::to_string(kMaxIncludedFiles) + " files included");
       std::string why;
       std::optional<std::string> text = read_(path, &why);
       if (!text)
@@ -237,6 +251,7 @@ private:
   std::string base_dir_;
   NginxConfig* out_;
   size_t count_ = 0;
+  size_t included_files_ = 0;
   // Stable addresses for file names while their text is parsed.
   struct Names {
     std::vector<std::unique_ptr<std::string>> v;

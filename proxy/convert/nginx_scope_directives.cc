@@ -22,6 +22,22 @@ std::string min_version(const std::vector<std::string>& protocols) {
 
 } // namespace
 
+namespace {
+
+// A field set twice at one level keeps its first place and the last value: Portico's table of
+// fields holds a name once.
+void set_field(std::vector<std::pair<std::string, std::string>>& fields, std::string name,
+               const std::string& value) {
+  for (auto& [n, v] : fields)
+    if (n == name) {
+      v = value;
+      return;
+    }
+  fields.emplace_back(std::move(name), value);
+}
+
+} // namespace
+
 bool Converter::scope_directive(const Directive& d, Scope& s) {
   const auto& a = d.args;
   auto one = [&]() -> const std::string* {
@@ -101,7 +117,7 @@ bool Converter::scope_directive(const Directive& d, Scope& s) {
       s.set_headers.clear();
     s.set_headers_here = true;
     if (a.size() == 2)
-      s.set_headers.push_back({lower(a[0]), a[1]});
+      set_field(s.set_headers, lower(a[0]), a[1]);
     else
       warn(d, "takes a name and a value");
   } else if (n == "add_header") {
@@ -109,7 +125,7 @@ bool Converter::scope_directive(const Directive& d, Scope& s) {
       s.add_headers.clear();
     s.add_headers_here = true;
     if (a.size() == 2 || (a.size() == 3 && a[2] == "always"))
-      s.add_headers.push_back({lower(a[0]), a[1]});
+      set_field(s.add_headers, lower(a[0]), a[1]);
     else
       warn(d, "takes a name, a value and perhaps 'always'");
   } else if (n == "proxy_hide_header") {

@@ -249,7 +249,7 @@ void Converter::emit_server(const ServerInfo& s, const std::vector<std::string>&
         if (location_route(s, whole, r))
           routes.push_back(r);
       } else if (!s.locations.empty()) {
-        r.keys.push_back({"direct_response", "{ status = 404, body = \"\" }"});
+        put(r.keys, "direct_response", "{ status = 404, body = \"\" }");
         r.note = "requests no location takes (nginx would look in its html directory)";
         routes.push_back(r);
       }
@@ -280,10 +280,10 @@ bool Converter::location_route(const ServerInfo& s, const Location& l, RouteOut&
     std::optional<size_t> c = proxy_pass_cluster(*l.proxy_pass, &uri);
     if (!c)
       return false;
-    r.keys.push_back({"cluster", toml_string(out_.clusters[*c].name)});
+    put(r.keys, "cluster", toml_string(out_.clusters[*c].name));
     if (!uri.empty()) {
       if (r.path_key == "path_prefix")
-        r.keys.push_back({"prefix_rewrite", toml_string(uri)});
+        put(r.keys, "prefix_rewrite", toml_string(uri));
       else
         warn(*l.proxy_pass, "a URI on proxy_pass is carried over for prefix locations only");
     }
@@ -314,7 +314,7 @@ bool Converter::location_route(const ServerInfo& s, const Location& l, RouteOut&
         return false;
       }
       tf.back() = "@upstream";
-      r.keys.push_back({"cluster", toml_string(out_.clusters[*c].name)});
+      put(r.keys, "cluster", toml_string(out_.clusters[*c].name));
       give_timeouts(*c, it->second.scope, *it->second.proxy_pass);
     }
     st += ", try_files = " + toml_strings(tf);
@@ -323,7 +323,7 @@ bool Converter::location_route(const ServerInfo& s, const Location& l, RouteOut&
     st += ", expires = " + toml_number(*sc.expires);
   if (sc.gzip_static)
     st += ", precompressed = true";
-  r.keys.push_back({"static", "{ " + st + " }"});
+  put(r.keys, "static", "{ " + st + " }");
   filters(sc, *l.d, r);
   return true;
 }
@@ -350,7 +350,7 @@ bool Converter::return_route(const Directive& d, RouteOut& r) {
       v += ", host = " + toml_string(t->host);
     if (!t->path.empty())
       v += ", path = " + toml_string(t->path);
-    r.keys.push_back({"redirect", v + " }"});
+    put(r.keys, "redirect", v + " }");
     return true;
   }
   std::optional<int64_t> status = nginx_size(code);
@@ -396,7 +396,7 @@ bool Converter::rewrite_route(const Directive& d, RouteOut& r) {
     v += ", host = " + toml_string(t->host);
   if (!t->path.empty())
     v += ", path = " + toml_string(t->path);
-  r.keys.push_back({"redirect", v + " }"});
+  put(r.keys, "redirect", v + " }");
   return true;
 }
 
@@ -424,8 +424,9 @@ void Converter::listener_for(const ServerInfo& s, const Listen& l) {
   }
   it->tls = true;
   if (!it->has_default_certificate && (s.is_default || l.default_server || it->sni.empty())) {
-    if (!it->certificate.empty()) // a certificate taken before becomes an SNI entry
-      it->sni.push_back({{}, it->certificate, it->private_key});
+    if (!it->certificate.empty()) // a certificate taken before goes by SNI for its names
+      it->sni.push_back({it->certificate_hosts, it->certificate, it->private_key});
+    it->certificate_hosts = s.hosts;
     it->certificate = s.scope.certificate;
     it->private_key = s.scope.certificate_key;
     it->min_version = s.scope.protocols;
@@ -463,7 +464,7 @@ void Converter::filters(const Scope& sc, const Directive& where, RouteOut& r) {
     return t + " }";
   };
   if (!add.empty())
-    r.keys.push_back({"request_headers_add", table(add)});
+    put(r.keys, "request_headers_add", table(add));
   std::vector<std::string> resp;
   for (const auto& [name, value] : sc.add_headers)
     if (has_variable(value))
@@ -471,9 +472,9 @@ void Converter::filters(const Scope& sc, const Directive& where, RouteOut& r) {
     else
       resp.push_back(toml_string(name) + " = " + toml_string(value));
   if (!resp.empty())
-    r.keys.push_back({"response_headers_add", table(resp)});
+    put(r.keys, "response_headers_add", table(resp));
   if (!sc.hide_headers.empty())
-    r.keys.push_back({"response_headers_remove", toml_strings(sc.hide_headers)});
+    put(r.keys, "response_headers_remove", toml_strings(sc.hide_headers));
   if (sc.gzip) {
     std::vector<std::string> types = {"text/html"}; // nginx always compresses text/html
     for (const auto& t : sc.gzip_types)
@@ -482,7 +483,7 @@ void Converter::filters(const Scope& sc, const Directive& where, RouteOut& r) {
     std::string c = "{ encodings = [\"gzip\"], types = " + toml_strings(types);
     c += ", gzip_level = " + std::to_string(sc.gzip_level.value_or(1));
     c += ", min_length = " + std::to_string(sc.gzip_min_length.value_or(20));
-    r.keys.push_back({"compress", c + " }"});
+    put(r.keys, "compress", c + " }");
   }
   std::vector<std::string> limits;
   for (const auto& l : sc.limit_req) {
@@ -507,12 +508,12 @@ void Converter::filters(const Scope& sc, const Directive& where, RouteOut& r) {
     limits.push_back(v + " }");
   }
   if (limits.size() == 1)
-    r.keys.push_back({"rate_limit", limits[0]});
+    put(r.keys, "rate_limit", limits[0]);
   else if (!limits.empty()) {
     std::string all = "[";
     for (size_t i = 0; i < limits.size(); ++i)
       all += (i ? ", " : "") + limits[i];
-    r.keys.push_back({"rate_limit", all + "]"});
+    put(r.keys, "rate_limit", all + "]");
   }
   if (!sc.proxy_cache.empty()) {
     auto z = cache_zones_.find(sc.proxy_cache);
@@ -526,7 +527,7 @@ void Converter::filters(const Scope& sc, const Directive& where, RouteOut& r) {
       std::string v = "{ disk = " + toml_string(dir);
       if (z->second.max_size)
         v += ", disk_size = " + std::to_string(*z->second.max_size);
-      r.keys.push_back({"cache", v + " }"});
+      put(r.keys, "cache", v + " }");
     }
   }
 }

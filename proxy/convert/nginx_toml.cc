@@ -6,6 +6,13 @@ namespace portico::convert {
 
 namespace {
 
+// A comment's text: on one line and valid UTF-8 whatever the nginx file held (a name or a
+// path of raw bytes would make the TOML unreadable).
+std::string comment(const std::string& text) {
+  std::string quoted = toml_string(text);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 void keys(std::string& out, const TomlKeys& k) {
   for (const auto& [key, value] : k)
     out += key + " = " + value + "\n";
@@ -32,7 +39,7 @@ std::string listener_tls(const ListenerOut& l) {
 } // namespace
 
 std::string write_toml(const ConvertedConfig& c, const std::string& source) {
-  std::string out = "# Converted from " + source + " by portico convert-nginx.\n";
+  std::string out = "# Converted from " + comment(source) + " by portico convert-nginx.\n";
   if (!c.warnings.empty())
     out += "# " + std::to_string(c.warnings.size()) +
            " directives were not carried over: convert-nginx printed each with its FILE:LINE.\n";
@@ -48,7 +55,7 @@ std::string write_toml(const ConvertedConfig& c, const std::string& source) {
     keys(out, c.log);
   }
   for (const auto& l : c.listeners) {
-    out += "\n[[listener]]  # " + l.where + "\naddress = " + toml_string(l.address) + "\n";
+    out += "\n[[listener]]  # " + comment(l.where) + "\naddress = " + toml_string(l.address) + "\n";
     if (l.proxy_protocol)
       out += "proxy_protocol = true\n";
     if (l.tls)
@@ -61,7 +68,8 @@ std::string write_toml(const ConvertedConfig& c, const std::string& source) {
   out += "\n[admin]  # metrics, health, the dashboard: nginx had none of these\n"
          "address = \"127.0.0.1:9901\"\n";
   for (const auto& cl : c.clusters) {
-    out += "\n[[cluster]]  # " + cl.where + "\nname = " + toml_string(cl.name) + "\nendpoints = [";
+    out += "\n[[cluster]]  # " + comment(cl.where) + "\nname = " + toml_string(cl.name) +
+           "\nendpoints = [";
     for (size_t i = 0; i < cl.endpoints.size(); ++i) {
       const auto& e = cl.endpoints[i];
       out += i ? ", " : "";
@@ -81,9 +89,9 @@ std::string write_toml(const ConvertedConfig& c, const std::string& source) {
       out += "tls = { verify = false }  # nginx's proxy_ssl_verify is off unless set\n";
   }
   for (const auto& r : c.routes) {
-    out += "\n[[route]]  # " + r.where + "\n";
+    out += "\n[[route]]  # " + comment(r.where) + "\n";
     if (!r.note.empty())
-      out += "# " + r.note + "\n";
+      out += "# " + comment(r.note) + "\n";
     if (!r.host.empty())
       out += "host = " + toml_string(r.host) + "\n";
     if (!r.scheme.empty())

@@ -52,8 +52,8 @@ void Converter::upstream(const Directive& u) {
           max_fails = static_cast<int>(nginx_size(p.substr(10)).value_or(1));
         } else if (p.starts_with("fail_timeout=")) {
           fail_timeout = nginx_seconds(p.substr(13));
-        } else if (p.starts_with("max_conns=")) {
-          c.keys.push_back({"max_connections", p.substr(10)});
+        } else if (p.starts_with("max_conns=") && nginx_count(p.substr(10))) {
+          put(c.keys, "max_connections", std::to_string(*nginx_count(p.substr(10))));
         } else if (p == "down") {
           warn(d, "a server marked down is left out");
           keep = false;
@@ -63,22 +63,22 @@ void Converter::upstream(const Directive& u) {
       }
       if (keep)
         c.endpoints.push_back(e);
-    } else if (d.name == "keepalive" && d.args.size() == 1) {
-      c.keys.push_back({"max_idle_per_endpoint", d.args[0]});
+    } else if (d.name == "keepalive" && d.args.size() == 1 && nginx_count(d.args[0])) {
+      put(c.keys, "max_idle_per_endpoint", std::to_string(*nginx_count(d.args[0])));
     } else if (d.name == "keepalive_timeout" && d.args.size() == 1 && nginx_seconds(d.args[0])) {
-      c.keys.push_back({"idle_timeout", toml_number(*nginx_seconds(d.args[0]))});
+      put(c.keys, "idle_timeout", toml_number(*nginx_seconds(d.args[0])));
     } else if (d.name == "least_conn") {
-      c.keys.push_back({"lb", "\"least_request\""});
+      put(c.keys, "lb", "\"least_request\"");
     } else if (d.name == "random") {
-      c.keys.push_back({"lb", "\"random_two\""});
+      put(c.keys, "lb", "\"random_two\"");
     } else if (d.name == "ip_hash") {
-      c.keys.push_back({"lb", "\"ring_hash\""});
-      c.keys.push_back({"hash_on", "\"client\""});
+      put(c.keys, "lb", "\"ring_hash\"");
+      put(c.keys, "hash_on", "\"client\"");
     } else if (d.name == "hash" && !d.args.empty()) {
       std::string why;
       if (std::optional<std::string> part = hash_part(d.args[0], &why)) {
-        c.keys.push_back({"lb", "\"ring_hash\""});
-        c.keys.push_back({"hash_on", toml_string(*part)});
+        put(c.keys, "lb", "\"ring_hash\"");
+        put(c.keys, "hash_on", toml_string(*part));
         if (d.args.size() < 2 || d.args[1] != "consistent")
           warn(d, "written as a consistent hash (ring_hash): Portico has no other");
       } else {
@@ -93,14 +93,13 @@ void Converter::upstream(const Directive& u) {
   if (c.endpoints.empty())
     return warn(u, "has no server Portico can take: left out");
   if (fail_timeout)
-    c.keys.push_back({"fail_timeout", toml_number(max_fails == 0 ? 0 : *fail_timeout)});
+    put(c.keys, "fail_timeout", toml_number(max_fails == 0 ? 0 : *fail_timeout));
   else if (max_fails == 0)
-    c.keys.push_back({"fail_timeout", "0"});
+    put(c.keys, "fail_timeout", "0");
   if (max_fails > 1)
-    c.keys.push_back({"outlier_detection",
-                      "{ consecutive_gateway_errors = " + std::to_string(max_fails) +
-                          ", base_ejection_time = " + toml_number(fail_timeout.value_or(10)) +
-                          " }  # nginx's max_fails"});
+    put(c.keys, "outlier_detection",
+        "{ consecutive_gateway_errors = " + std::to_string(max_fails) + ", base_ejection_time = " +
+            toml_number(fail_timeout.value_or(10)) + " }  # nginx's max_fails");
   upstreams_[u.args[0]] = out_.clusters.size();
   out_.clusters.push_back(std::move(c));
 }

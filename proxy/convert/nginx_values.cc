@@ -55,6 +55,10 @@ std::optional<int64_t> nginx_size(std::string_view s) {
   return *v * unit;
 }
 
+std::optional<int64_t> nginx_count(std::string_view s) {
+  return all_digits(s) ? digits(s) : std::nullopt;
+}
+
 std::optional<double> nginx_seconds(std::string_view s) {
   if (s.empty())
     return std::nullopt;
@@ -273,7 +277,10 @@ namespace {
 // The length of the valid UTF-8 sequence at s[i], or 0 (TOML strings are UTF-8 only).
 size_t utf8_length(std::string_view s, size_t i) {
   unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  size_t n = c >= 0xf0 && c <= 0xf4   ? 4
+             : c >= 0xe0 && c <= 0xef ? 3
+             : c >= 0xc2 && c < 0xe0  ? 2
+                                      : 0;
   if (n == 0 || i + n > s.size())
     return 0;
   for (size_t k = 1; k < n; ++k)

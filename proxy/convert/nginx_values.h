@@ -11,6 +11,7 @@
 namespace portico::convert {
 
 std::optional<int64_t> nginx_size(std::string_view s);   // bytes: 1024, 8k, 10m, 1g
+std::optional<int64_t> nginx_count(std::string_view s);  // a plain number: 1, 16, 1000000
 std::optional<double> nginx_seconds(std::string_view s); // 30, 30s, 500ms, 1m, 1h30m, 1d
 
 struct Listen {
