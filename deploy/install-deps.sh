@@ -15,7 +15,7 @@ PACKAGES="
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
   util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types varnish
-  scdoc man-db lintian dpkg-dev
+  scdoc man-db lintian dpkg-dev podman runc debootstrap
   libhiredis-dev redis-server libxxhash-dev
 "
 # Node.js and npm run the HTTP cache conformance suite (bench/cache-tests, from the npm

@@ -40,7 +40,7 @@ trap 'kill $HOGS 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM # a handled signal would otherwise only end the current run
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-TESTS=$(ctest --test-dir "$BUILD" -N -L integration -LE "bench|package" | sed -n 's/^ *Test *#[0-9]*: \(integration\..*\)$/\1/p' |
+TESTS=$(ctest --test-dir "$BUILD" -N -L integration -LE "bench|package|container" | sed -n 's/^ *Test *#[0-9]*: \(integration\..*\)$/\1/p' |
         grep -E -- "$REGEX" || true)
 [ -n "$TESTS" ] || { echo "no integration test matches '$REGEX'" >&2; exit 2; }
 REPORT="$OUT/report.txt"

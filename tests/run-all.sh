@@ -60,7 +60,7 @@ in_background build-asan/build.log ninja -C build-asan -j "$JOBS"
 step "tests: RelWithDebInfo (the ASan+UBSan build compiles meanwhile, niced)"
 # The chaos soak (label soak, 60 s) runs here, in the optimised build; under the sanitizers
 # it is run by hand (tests/soak/README.md), its minute being what this stage can spare.
-ctest --test-dir build -j "$JOBS" --timeout 600
+ctest --test-dir build -j "$JOBS" --timeout 600 -LE container
 
 step "build: ASan+UBSan"
 finish_background build-asan/build.log "build: ASan+UBSan"
@@ -80,7 +80,7 @@ step "tests: ASan+UBSan (the fuzz targets compile meanwhile, niced)"
 # change (test_proxy_cache runs the same paths under it), the Debian package is installed once
 # (from the optimised build): under sanitizers they prove nothing.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan -j "$JOBS" --timeout 900 -LE "bench|conformance|soak|package"
+  ctest --test-dir build-asan -j "$JOBS" --timeout 900 -LE "bench|conformance|soak|package|container"
 
 if [ -n "$FUZZ" ]; then
   step "fuzz: libFuzzer (clang), bounded time"
