@@ -54,12 +54,17 @@ private:
     ++s.pos;
   }
 
-  static char unescape(char c) {
-    switch (c) {
-    case 'n': return '\n';
-    case 'r': return '\r';
-    case 't': return '\t';
-    default: return c;
+  // The character after a backslash, in quotes or not, as nginx reads it: \" \' \\ \t \r \n
+  // are unescaped, any other backslash stays (\. in a regex).
+  static void escaped(char e, std::string* word) {
+    switch (e) {
+    case '"':
+    case '\'':
+    case '\\': word->push_back(e); break;
+    case 'n': word->push_back('\n'); break;
+    case 'r': word->push_back('\r'); break;
+    case 't': word->push_back('\t'); break;
+    default: word->push_back('\\'); word->push_back(e);
     }
   }
 
@@ -90,15 +95,7 @@ private:
       while (s.pos < s.text.size() && s.text[s.pos] != c) {
         if (s.text[s.pos] == '\\' && s.pos + 1 < s.text.size()) {
           advance(s);
-          char e = s.text[s.pos];
-          if (e == '"' || e == '\'' || e == '\\')
-            word->push_back(e);
-          else if (e == 'n' || e == 'r' || e == 't')
-            word->push_back(unescape(e));
-          else {
-            word->push_back('\\');
-            word->push_back(e);
-          }
+          escaped(s.text[s.pos], word);
         } else {
           word->push_back(s.text[s.pos]);
         }
@@ -117,18 +114,9 @@ private:
     }
     while (s.pos < s.text.size() && !std::strchr(" \t\r\n;{}", s.text[s.pos])) {
       if (s.text[s.pos] == '\\' && s.pos + 1 < s.text.size()) {
-        // As in quotes: \" \' \\ \t \r \n are unescaped, any other backslash stays (\.
-        // in a regex). The escaped character may be one that would end the word.
+        // The escaped character may be one that would end the word.
         advance(s);
-        char e = s.text[s.pos];
-        if (e == '"' || e == '\'' || e == '\\')
-          word->push_back(e);
-        else if (e == 'n' || e == 'r' || e == 't')
-          word->push_back(unescape(e));
-        else {
-          word->push_back('\\');
-          word->push_back(e);
-        }
+        escaped(s.text[s.pos], word);
       } else if (s.text[s.pos] == '$' && s.pos + 1 < s.text.size() && s.text[s.pos + 1] == '{') {
         // ${name}: a variable; its braces are not a block.
         while (s.pos < s.text.size() && s.text[s.pos] != '}') {

@@ -35,6 +35,18 @@ std::string whole_path_regex(const Location& l) {
          (end ? "" : ".*");
 }
 
+// A route's redirect: the code, and each part of the target that is not the request's own.
+std::string redirect_value(const std::string& code, const RedirectTarget& t) {
+  std::string v = "{ code = " + code;
+  if (!t.scheme.empty())
+    v += ", scheme = " + toml_string(t.scheme);
+  if (!t.host.empty())
+    v += ", host = " + toml_string(t.host);
+  if (!t.path.empty())
+    v += ", path = " + toml_string(t.path);
+  return v + " }";
+}
+
 bool is_redirect_code(const std::string& s) {
   return s == "301" || s == "302" || s == "303" || s == "307" || s == "308";
 }
@@ -114,8 +126,7 @@ ServerInfo Converter::read_server(const Directive& d, const Scope& http) {
   s.plain_only = any_plain && !any_ssl;
   if (s.scope.max_body) {
     if (!max_body_set_)
-      out_.server.push_back(
-          {"max_body_bytes", toml_number(static_cast<double>(*s.scope.max_body))});
+      put(out_.server, "max_body_bytes", toml_number(static_cast<double>(*s.scope.max_body)));
     else if (s.scope.max_body != http_max_body_)
       warn(d, "client_max_body_size differs between servers: Portico has one for all");
     max_body_set_ = true;
@@ -343,14 +354,7 @@ bool Converter::return_route(const Directive& d, RouteOut& r) {
     std::optional<RedirectTarget> t = nginx_redirect_target(url);
     if (!t)
       return warn(d, "the target '" + url + "' is not carried over"), false;
-    std::string v = "{ code = " + code;
-    if (!t->scheme.empty())
-      v += ", scheme = " + toml_string(t->scheme);
-    if (!t->host.empty())
-      v += ", host = " + toml_string(t->host);
-    if (!t->path.empty())
-      v += ", path = " + toml_string(t->path);
-    put(r.keys, "redirect", v + " }");
+    put(r.keys, "redirect", redirect_value(code, *t));
     return true;
   }
   std::optional<int64_t> status = nginx_size(code);
@@ -359,8 +363,7 @@ bool Converter::return_route(const Directive& d, RouteOut& r) {
   std::string body = a.size() > 1 ? a[1] : "";
   if (has_variable(body))
     return warn(d, "a body with variables is not carried over"), false;
-  r.keys.push_back(
-      {"direct_response", "{ status = " + code + ", body = " + toml_string(body) + " }"});
+  put(r.keys, "direct_response", "{ status = " + code + ", body = " + toml_string(body) + " }");
   return true;
 }
 
@@ -389,14 +392,7 @@ bool Converter::rewrite_route(const Directive& d, RouteOut& r) {
     r.path_key = whole ? "path_exact" : "path_prefix";
     r.path = literal;
   }
-  std::string v = std::string("{ code = ") + (a[2] == "permanent" ? "301" : "302");
-  if (!t->scheme.empty())
-    v += ", scheme = " + toml_string(t->scheme);
-  if (!t->host.empty())
-    v += ", host = " + toml_string(t->host);
-  if (!t->path.empty())
-    v += ", path = " + toml_string(t->path);
-  put(r.keys, "redirect", v + " }");
+  put(r.keys, "redirect", redirect_value(a[2] == "permanent" ? "301" : "302", *t));
   return true;
 }
 
