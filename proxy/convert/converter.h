@@ -76,8 +76,8 @@ private:
   void emit_servers(std::vector<ServerInfo>& servers);
   void emit_server(const ServerInfo& s, const std::vector<std::string>& hosts,
                    const std::string& scheme);
-  // The route a location (or, with loc null, the server itself) becomes; false when it
-  // cannot be converted (warned).
+  // The route a location (or a stand-in for the server outside every location) becomes;
+  // false when it cannot be converted (warned).
   bool location_route(const ServerInfo& s, const Location& loc, RouteOut& r);
   bool return_route(const Directive& ret, RouteOut& r);
   bool rewrite_route(const Directive& rw, RouteOut& r);
@@ -85,7 +85,6 @@ private:
   void listener_for(const ServerInfo& s, const Listen& l);
 
   ConvertedConfig out_;
-  Scope http_scope_;
   std::map<std::string, size_t> upstreams_; // name: cluster index
   std::map<std::string, LimitZone> limit_zones_;
   std::map<std::string, CacheZone> cache_zones_;

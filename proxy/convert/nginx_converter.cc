@@ -146,7 +146,6 @@ void Converter::http(const Directive& h) {
     if (!scope_directive(d, scope) && !server_directive(d))
       not_carried(d);
   }
-  http_scope_ = scope;
   std::vector<ServerInfo> servers;
   for (const auto& d : h.block)
     if (d.name == "server" && d.has_block)
@@ -184,10 +183,6 @@ bool Converter::server_directive(const Directive& d) {
   }
   return false;
 }
-
-} // namespace portico::convert
-
-namespace portico::convert {
 
 Conversion convert_nginx(const NginxConfig& config, const std::string& source) {
   return Converter().run(config, source);

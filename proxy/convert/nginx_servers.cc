@@ -167,7 +167,7 @@ void Converter::read_locations(const std::vector<Directive>& block, const Scope&
         not_carried(y);
       else if (!scope_directive(y, l.scope))
         not_carried(y);
-      if (y.name == "client_max_body_size" && l.scope.max_body != http_max_body_)
+      if (y.name == "client_max_body_size" && l.scope.max_body != outer.max_body)
         warn(y, "a body limit per location is not carried over: Portico has one for all");
     }
     if (l.path.starts_with("@"))

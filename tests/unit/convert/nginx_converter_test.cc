@@ -88,5 +88,17 @@ TEST(NginxConverter, RewritesOfALiteralPathOrOfEveryPath) {
             std::string::npos);
 }
 
+TEST(NginxConverter, ABodyLimitALocationRepeatsIsNoWarning) {
+  Conversion same = convert("http { client_max_body_size 2m; server { listen 80;"
+                            " location / { client_max_body_size 2m; return 200 x; } } }");
+  EXPECT_TRUE(same.warnings.empty()) << same.warnings[0];
+  at(same.toml, "max_body_bytes = 2097152");
+  Conversion other = convert("http { client_max_body_size 2m; server { listen 80;"
+                             " location / { client_max_body_size 8m; return 200 x; } } }");
+  ASSERT_EQ(other.warnings.size(), 1u);
+  EXPECT_NE(other.warnings[0].find("a body limit per location is not carried over"),
+            std::string::npos);
+}
+
 } // namespace
 } // namespace portico::convert
