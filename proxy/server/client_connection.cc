@@ -559,13 +559,15 @@ void ClientConnection::linger_read() {
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     size_t n = 0;
     Read r = read_once(sink, sizeof sink, &n);
-    if (r == Read::DATA)
-      continue;
     if (r == Read::WOULD_BLOCK)
       return;
-    break;
+    if (r != Read::DATA) {
+      close_now(); // the client's FIN (or its reset): nothing left unread to turn a close into one
+      return;
+    }
   }
-  close_now();
+  // More to drop, at the next wakeup: closing now, with input unread, would be the reset that
+  // lingering is there to avoid.
 }
 
 void ClientConnection::on_timer() {

@@ -69,6 +69,20 @@ class BadInputTest(unittest.TestCase):
                                          + b"y" * 1000)
         self.assertEqual((out[0].status, out[0].body), (200, b"y" * 1000))
 
+    def test_a_client_still_sending_after_a_413_is_drained_not_reset(self):
+        # The refusal closes lingering: input is read and dropped until the client's FIN, so
+        # that the close is no reset (a reset destroys what the client has not read yet). The
+        # linger ended, with input unread, after the first four reads of one wakeup.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
+            r = read_http1_response(s.makefile("rb"))
+            self.assertEqual(r.status, 413)
+            chunk = b"x" * 65536
+            for _ in range(16):
+                s.sendall(chunk)
+            s.shutdown(socket.SHUT_WR)
+            self.assertEqual(s.recv(1), b"")
+
     def test_chunked_body_over_max_body_to_a_handler_that_answered_first(self):
         # /hello answers before the body arrives; the over-long body then ends the connection,
         # but the complete response already given must reach the client.
