@@ -167,6 +167,27 @@ def pid_alive(pid):
         return False
 
 
+def stop_process(pid):
+    """SIGSTOP, returning once every thread of pid has stopped: kill(2) returns before they
+    have, and one still running may yet read (and answer) what the test meant to leave unread."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t", "Z", "X"):
+                        return False
+            except FileNotFoundError:
+                pass  # a thread that has exited
+        return True
+    wait_until(stopped, what=f"process {pid} stopped")
+
+
+def continue_process(pid):
+    os.kill(pid, signal.SIGCONT)
+
+
 def http_get(port, path="/hello", timeout=10):
     """One GET on a fresh connection to 127.0.0.1:port: (status, body)."""
     import http.client

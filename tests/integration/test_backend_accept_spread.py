@@ -31,7 +31,7 @@ def queued_connections(backend, n, stay_stopped=None):
     backlog when the workers go on (all but stay_stopped, a pid already stopped)."""
     pids = [p for p in backend.worker_pids() if p != stay_stopped]
     for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+        harness.stop_process(pid)
     conns = []
     try:
         for _ in range(n):
@@ -94,7 +94,7 @@ class AcceptSpread(unittest.TestCase):
     def test_a_stopped_worker_does_not_hold_up_the_others(self):
         # One worker stays stopped: the others must not wait on it for a share it never takes.
         pids = self.backend.worker_pids()
-        os.kill(pids[0], signal.SIGSTOP)
+        harness.stop_process(pids[0])
         try:
             conns = queued_connections(self.backend, 2 * WORKERS, stay_stopped=pids[0])
             one_request_each(conns)

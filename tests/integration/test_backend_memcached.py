@@ -157,7 +157,7 @@ class StalledMemcached(unittest.TestCase):
         backend = Backend("--store", f"memcached://127.0.0.1:{port}", workers=1)
         self.addCleanup(backend.stop)
         self.assertEqual(counter(backend.port, "stall")[2], {"counter": 1})  # connected
-        os.kill(mc.pid, signal.SIGSTOP)
+        harness.stop_process(mc.pid)
         self.addCleanup(os.kill, mc.pid, signal.SIGCONT)
         result = {}
         waiting = threading.Thread(target=lambda: result.update(c=counter(backend.port, "stall")))

@@ -88,7 +88,7 @@ class H2cUpstream(unittest.TestCase):
         self.addCleanup(proxy.stop)
         workers = self.backend.worker_pids()
         for pid in workers:
-            os.kill(pid, signal.SIGSTOP)
+            harness.stop_process(pid)
         resumed = False
         try:
             result = {}
