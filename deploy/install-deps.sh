@@ -17,6 +17,7 @@ PACKAGES="
   util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types varnish
   scdoc man-db lintian dpkg-dev podman runc debootstrap
   libhiredis-dev redis-server libxxhash-dev
+  libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
 "
 # Node.js and npm run the HTTP cache conformance suite (bench/cache-tests, from the npm
 # registry): Debian's, unless the machine already has a node and npm of its own.

@@ -42,10 +42,25 @@ struct TlsConfig {
   double ticket_key_rotation = 3600; // seconds; the previous key is still accepted
 };
 
+// HTTP/3 on a TLS listener's address, over UDP ([[listener]] quic): the same certificates,
+// the same routes. Limits a client cannot raise, whatever it asks for.
+struct QuicConfig {
+  bool enabled = false;
+  uint32_t max_streams = 100;               // request streams one connection may have open
+  double idle_timeout = 30;                 // seconds without a packet: the connection is dropped
+  uint32_t stream_window = 256 * 1024;      // request body bytes a stream may send unread
+  uint32_t connection_window = 1024 * 1024; // ... and all of a connection's streams together
+  uint32_t max_connections = 10000; // QUIC connections per worker; past it, new ones are refused
+  // Address validation: a Retry (one round trip) before any handshake work once this many
+  // handshakes are in progress on a worker; 0: always.
+  uint32_t retry_above_handshakes = 100;
+};
+
 struct ListenerConfig {
   core::ListenAddress address;
   bool tls_enabled = false;
   TlsConfig tls;
+  QuicConfig quic;
   std::string access_log; // path, "" = off
   AccessLogFormat access_log_format = AccessLogFormat::TEXT;
   std::string access_log_template;       // CUSTOM's, as written

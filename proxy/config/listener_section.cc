@@ -33,13 +33,48 @@ void read_access_log_format(Reader& r, const toml::table& t, ListenerConfig& l,
     r.error(t.get("access_log_format")->source(), w + ": access_log_format: " + line.error());
 }
 
+// quic = true, or a table of its limits.
+void read_quic(Reader& r, const toml::table& t, ListenerConfig& l, const std::string& w) {
+  const toml::node* n = t.get("quic");
+  if (!n)
+    return;
+  if (n->is_boolean()) {
+    l.quic.enabled = *n->value<bool>();
+  } else if (const toml::table* q = n->as_table()) {
+    const std::string wq = w + " quic";
+    r.only_keys(*q,
+                {"max_streams", "idle_timeout", "stream_window", "connection_window",
+                 "max_connections", "retry_above_handshakes"},
+                wq);
+    l.quic.enabled = true;
+    r.get_number(*q, "max_streams", l.quic.max_streams, wq, 1, 10000);
+    r.get_number(*q, "idle_timeout", l.quic.idle_timeout, wq, 1, 3600);
+    r.get_number(*q, "stream_window", l.quic.stream_window, wq, 1024, 64 * 1024 * 1024);
+    r.get_number(*q, "connection_window", l.quic.connection_window, wq, 1024, 1024 * 1024 * 1024);
+    r.get_number(*q, "max_connections", l.quic.max_connections, wq, 1, 10000000);
+    r.get_number(*q, "retry_above_handshakes", l.quic.retry_above_handshakes, wq, 0, 10000000);
+  } else {
+    r.error(n->source(), w + ": 'quic' must be true, false or a table");
+    return;
+  }
+  if (!l.quic.enabled)
+    return;
+  // HTTP/3 has TLS inside: its handshake takes the TLS listener's certificates.
+  if (!l.tls_enabled)
+    r.error(n->source(), w + ": quic needs the listener's tls (HTTP/3 is always encrypted)");
+  else if (l.address.kind == core::ListenAddress::Kind::UNIX)
+    r.error(n->source(), w + ": quic needs an IP address and port, not a unix socket");
+  else if (l.proxy_protocol)
+    r.error(n->source(), w + ": quic cannot take a PROXY protocol header (it is UDP)");
+}
+
 } // namespace
 
 void read_listener(Reader& r, const toml::table& t, Config& c) {
   const std::string w = "[[listener]]";
   r.only_keys(t,
               {"address", "tls", "access_log", "access_log_format", "max_connections",
-               "max_connections_per_client", "proxy_protocol"},
+               "max_connections_per_client", "proxy_protocol", "quic"},
               w);
   ListenerConfig l;
   r.get_bool(t, "proxy_protocol", l.proxy_protocol, w);
@@ -73,6 +108,7 @@ void read_listener(Reader& r, const toml::table& t, Config& c) {
             w + ": max_connections_per_client counts the peer, which on a proxy_protocol "
                 "listener is the load balancer; not with proxy_protocol");
   read_access_log_format(r, t, l, w);
+  read_quic(r, t, l, w);
   c.listeners.push_back(std::move(l));
 }
 

@@ -34,8 +34,7 @@ public:
     std::string_view host = http::host_of(req.authority);
     thread_local std::string authority;
     authority.assign(host).append(cfg_.host_suffix).append(req.authority.substr(host.size()));
-    bool body_follows =
-        req.has_body() || (req.version == http::Version::HTTP_2 && !ex.request_ended());
+    bool body_follows = req.has_body() || (req.framed() && !ex.request_ended());
     mirror_ = server::MirrorExchange::start(
         ex.loop(), *handler, req, authority, body_follows, ex.client_address(), ex.listener_index(),
         ex.over_tls(), static_cast<int32_t>(cfg_.cluster_index),

@@ -25,7 +25,7 @@ std::string_view query_param(std::string_view query, std::string_view key) {
 }
 
 bool RequestHead::is_websocket_upgrade() const {
-  if (version == Version::HTTP_2)
+  if (framed())
     return method == "CONNECT" && iequals(protocol, "websocket");
   if (version != Version::HTTP_1_1 || method != "GET")
     return false;

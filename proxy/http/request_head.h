@@ -8,7 +8,7 @@
 
 namespace portico::http {
 
-enum class Version : uint8_t { HTTP_1_0, HTTP_1_1, HTTP_2 };
+enum class Version : uint8_t { HTTP_1_0, HTTP_1_1, HTTP_2, HTTP_3 };
 
 struct RequestHead {
   std::string_view method;
@@ -36,6 +36,9 @@ struct RequestHead {
   }
   bool has_body() const { return chunked || content_length > 0; }
   bool is_head() const { return method == "HEAD"; }
+  // Each message framed by the protocol (HTTP/2, HTTP/3): a body ends with its stream, not
+  // at a length the head states, and a head has no connection-specific fields.
+  bool framed() const { return version >= Version::HTTP_2; }
   // A WebSocket opening handshake: an HTTP/1.1 GET asking to upgrade (RFC 6455 4.1), or an
   // HTTP/2 extended CONNECT for the websocket protocol (RFC 8441 4).
   bool is_websocket_upgrade() const;

@@ -58,6 +58,9 @@ struct ServerStats {
   std::atomic<int64_t> buffer_blocks{0}; // the thread's BlockPool in_use(), published by it
   core::Counter buffer_limit_aborts;     // exchanges aborted at max_buffered_response_bytes
   core::Counter sendfile_bytes;          // response bytes sent from files by sendfile(2)
+  // QUIC (HTTP/3) connections made and ended; Retry packets sent (address validation under
+  // load); client Initials dropped (at max_connections, or draining).
+  core::Counter quic_opened, quic_closed, quic_retries, quic_refused;
   void count(ClientRejection r) { rejected[static_cast<size_t>(r)].inc(); }
   void count(ClientTimeout t) { timeouts[static_cast<size_t>(t)].inc(); }
 };

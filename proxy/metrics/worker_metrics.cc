@@ -14,6 +14,7 @@ const char* to_string(Protocol p) {
   case Protocol::H1: return "h1";
   case Protocol::H2C: return "h2c";
   case Protocol::H2: return "h2";
+  case Protocol::H3: return "h3";
   case Protocol::COUNT: break;
   }
   return "unknown";

@@ -43,7 +43,7 @@ struct EndpointGauges {
 };
 
 // The client's protocol, as the requests counter labels it.
-enum class Protocol : uint8_t { H1, H2C, H2, COUNT };
+enum class Protocol : uint8_t { H1, H2C, H2, H3, COUNT };
 const char* to_string(Protocol p);
 
 // Why requests were sent upstream again: upstream::RetryReason's values in order.

@@ -23,6 +23,16 @@ ConfigGeneration::prepare(std::shared_ptr<const config::Config> cfg, uint64_t id
       return core::unexpected(c.path + ": listener " + l.address.text + ": " + made.error());
     g->tls_.push_back(std::move(*made));
   }
+  for (const auto& l : c.listeners) {
+    if (!l.quic.enabled) {
+      g->quic_tls_.push_back(nullptr);
+      continue;
+    }
+    auto made = quic::QuicTlsContext::create(l.tls);
+    if (!made)
+      return core::unexpected(c.path + ": listener " + l.address.text + ": " + made.error());
+    g->quic_tls_.push_back(std::move(*made));
+  }
   for (const auto& k : c.clusters) {
     if (!k.tls.enabled) {
       g->cluster_tls_.push_back(nullptr);

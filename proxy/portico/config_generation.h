@@ -4,6 +4,7 @@
 // files. Made at start and on every reload; freed once every worker has retired it.
 #include "config/config.h"
 #include "core/expected.h"
+#include "quic/quic_tls_context.h"
 #include "tls/tls_context.h"
 #include "tls/upstream_tls_context.h"
 
@@ -28,6 +29,11 @@ public:
   const std::shared_ptr<const config::Config>& shared_config() const { return cfg_; }
   // Per listener: its TLS context, or null for cleartext.
   tls::TlsContext* tls(size_t listener) const { return tls_[listener].get(); }
+  // Per listener: its QUIC TLS context (GnuTLS), or null without quic. Shared: a QUIC
+  // connection keeps the one it began with, past this generation.
+  const std::shared_ptr<const quic::QuicTlsContext>& quic_tls(size_t listener) const {
+    return quic_tls_[listener];
+  }
   // Per cluster: its TLS client context, or null.
   SSL_CTX* cluster_tls(size_t cluster) const {
     return cluster_tls_[cluster] ? cluster_tls_[cluster]->get() : nullptr;
@@ -48,6 +54,7 @@ private:
   std::shared_ptr<const config::Config> cfg_;
   uint64_t id_;
   std::vector<std::unique_ptr<tls::TlsContext>> tls_;
+  std::vector<std::shared_ptr<const quic::QuicTlsContext>> quic_tls_;
   std::vector<std::unique_ptr<tls::UpstreamTlsContext>> cluster_tls_;
   std::vector<int> access_log_fds_;
 };

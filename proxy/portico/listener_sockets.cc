@@ -2,6 +2,7 @@
 
 #include "config/config_diff.h"
 #include "core/error_log.h"
+#include "quic/udp_socket.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,12 @@ bool is_listening_socket(int fd) {
   int on = 0;
   socklen_t len = sizeof on;
   return ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+
+bool is_udp_socket(int fd) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM;
 }
 
 bool has_control_socket(const config::Config& cfg) {
@@ -85,7 +92,9 @@ core::expected<void, std::string> ListenerSockets::inherit_from_environment() {
     while (std::getline(fds, item, ',')) {
       char* end = nullptr;
       long fd = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end || fd < 3 || !is_listening_socket(static_cast<int>(fd)))
+      bool udp = key.rfind("udp ", 0) == 0;
+      if (item.empty() || *end || fd < 3 ||
+          !(udp ? is_udp_socket(static_cast<int>(fd)) : is_listening_socket(static_cast<int>(fd))))
         return core::unexpected(std::string(kEnv) + ": " + item + " for " + key +
                                 " is not a listening socket");
       ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
@@ -109,7 +118,7 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
     return core::unexpected(std::move(why));
   };
   auto want = [&](const std::string& key, const core::ListenAddress& a, int count, int backlog,
-                  bool reuse_port) -> core::expected<void, std::string> {
+                  bool reuse_port, bool udp = false) -> core::expected<void, std::string> {
     size_t have = 0;
     if (auto it = by_key_.find(key); it != by_key_.end())
       have = it->second.fds.size();
@@ -120,17 +129,22 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
       PortSharing sharing = !reuse_port                        ? PortSharing::NONE
                             : i == 0 && !holds_tcp_covering(a) ? PortSharing::NEW_GROUP
                                                                : PortSharing::JOIN_GROUP;
-      auto fd = core::open_listener(a, backlog, sharing);
+      auto fd = udp ? quic::open_udp(a, i == 0) : core::open_listener(a, backlog, sharing);
       if (!fd)
         return core::unexpected(fd.error());
+      if (udp)
+        if (auto steered = quic::attach_steering(*fd); !steered) {
+          ::close(*fd);
+          return core::unexpected(steered.error());
+        }
       Entry& e = opened[key];
       e.fds.push_back(*fd);
       if (a.kind == core::ListenAddress::Kind::UNIX)
         e.unix_path = a.path;
     }
     if (have < static_cast<size_t>(count))
-      core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s",
-                       a.text.c_str());
+      core::log::write(core::log::Level::INFO, core::log::Kind::GENERAL, "listening on %s%s",
+                       a.text.c_str(), udp ? " (quic, UDP)" : "");
     return {};
   };
   for (const auto& l : cfg.listeners) {
@@ -138,6 +152,9 @@ core::expected<void, std::string> ListenerSockets::open_for(const config::Config
     if (auto r = want(config::socket_key(l.address), l.address, tcp ? workers : 1, kBacklog, tcp);
         !r)
       return fail(r.error());
+    if (l.quic.enabled)
+      if (auto r = want(quic_key(l.address), l.address, workers, 0, true, true); !r)
+        return fail(r.error());
   }
   if (cfg.admin.enabled)
     if (auto r = want(admin_key(cfg), cfg.admin.address, 1, kAdminBacklog, false); !r)
@@ -167,6 +184,22 @@ std::vector<int> ListenerSockets::for_worker(const core::ListenAddress& a, int w
   return out;
 }
 
+std::vector<int> ListenerSockets::quic_for_worker(const core::ListenAddress& a, int worker,
+                                                  int workers) const {
+  std::vector<int> out;
+  auto it = by_key_.find(quic_key(a));
+  if (it == by_key_.end())
+    return out;
+  const auto& fds = it->second.fds;
+  for (size_t i = static_cast<size_t>(worker); i < fds.size(); i += static_cast<size_t>(workers))
+    out.push_back(fds[i]);
+  return out;
+}
+
+std::string ListenerSockets::quic_key(const core::ListenAddress& a) {
+  return "udp " + config::socket_key(a);
+}
+
 int ListenerSockets::admin_fd(const config::Config& cfg) const {
   if (!cfg.admin.enabled)
     return -1;
@@ -183,8 +216,11 @@ int ListenerSockets::control_fd(const config::Config& cfg) const {
 
 void ListenerSockets::close_unused(const config::Config& cfg) {
   std::set<std::string> used;
-  for (const auto& l : cfg.listeners)
+  for (const auto& l : cfg.listeners) {
     used.insert(config::socket_key(l.address));
+    if (l.quic.enabled)
+      used.insert(quic_key(l.address));
+  }
   if (cfg.admin.enabled)
     used.insert(admin_key(cfg));
   if (has_control_socket(cfg))
@@ -203,8 +239,8 @@ void ListenerSockets::close_unused(const config::Config& cfg) {
 
 void ListenerSockets::stop_listening() {
   for (const auto& [key, e] : by_key_) {
-    if (key.rfind("admin ", 0) == 0)
-      continue;
+    if (key.rfind("admin ", 0) == 0 || key.rfind("udp ", 0) == 0)
+      continue; // QUIC connections drain over their own socket (a GOAWAY each)
     // shutdown, not close: the descriptors stay valid for the workers' acceptors until they
     // stop, and the kernel refuses connects (and resets those queued) from now on.
     for (int fd : e.fds)

@@ -7,7 +7,8 @@
 // them); socket i goes to worker i % workers, so a socket once open is never closed while its
 // listener stays. The first of them is opened only on an address nobody listens on: another
 // process (a second portico) would otherwise join the group and take a share of the
-// connections. A unix socket is one, shared by the workers through EPOLLEXCLUSIVE.
+// connections. A unix socket is one, shared by the workers through EPOLLEXCLUSIVE. A QUIC
+// listener has a UDP socket per worker as well, in a group of its own.
 #include "config/config.h"
 #include "core/expected.h"
 
@@ -32,6 +33,9 @@ public:
   core::expected<void, std::string> open_for(const config::Config& cfg, int workers);
   // The sockets worker `worker` of `workers` accepts on for a listener.
   std::vector<int> for_worker(const core::ListenAddress& a, int worker, int workers) const;
+  // The UDP sockets worker `worker` reads a QUIC listener's datagrams from: socket number
+  // `worker` of the group is its own, which the steering program sends its connections to.
+  std::vector<int> quic_for_worker(const core::ListenAddress& a, int worker, int workers) const;
   int admin_fd(const config::Config& cfg) const; // -1: the admin endpoint is off
   // The admin endpoint's control socket ([admin] control_socket); -1: none.
   int control_fd(const config::Config& cfg) const;
@@ -58,6 +62,8 @@ private:
     bool inherited = false;
   };
   static std::string admin_key(const config::Config& cfg);
+  // "udp " + the address's key: a QUIC listener's UDP sockets, one per worker.
+  static std::string quic_key(const core::ListenAddress& a);
   // "admin unix:PATH": the admin endpoint's sockets share admin_key's prefix and its fate.
   static std::string control_key(const config::Config& cfg);
   // Whether a listener's TCP socket held takes a's port as well.

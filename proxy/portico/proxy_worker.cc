@@ -4,6 +4,7 @@
 #include "core/block_pool.h"
 #include "core/error_log.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace portico::proxy {
@@ -71,7 +72,8 @@ void ProxyWorker::tear_down() {
     return;
   torn_down_ = true;
   acceptors_.clear();
-  ctx_.reset(); // its exchanges finish first: they use the generations' routers
+  quic_.clear(); // before the context, which its connections use
+  ctx_.reset();  // its exchanges finish first: they use the generations' routers
   live_.clear();
   resolver_.reset(); // after the clusters: pending answers are dropped, not delivered
   deferred_.reset();
@@ -88,6 +90,23 @@ void ProxyWorker::start_accepting(const GenerationSpec& spec) {
     next.push_back(std::move(a));
   }
   acceptors_.swap(next);
+  // A QUIC endpoint stays with its socket: its connections live on, new ones take the new
+  // settings. One whose listener went closes its connections.
+  std::vector<std::unique_ptr<quic::QuicEndpoint>> kept;
+  for (const QuicListen& q : spec.quic_listens) {
+    const config::QuicConfig& qc = spec.cfg->listeners[q.listener].quic;
+    auto it = std::find_if(quic_.begin(), quic_.end(), [&](auto& e) { return e->fd() == q.fd; });
+    if (it != quic_.end()) {
+      (*it)->update(q.tls, qc, q.listener);
+      kept.push_back(std::move(*it));
+      quic_.erase(it);
+    } else {
+      kept.push_back(std::make_unique<quic::QuicEndpoint>(*ctx_, q.fd, q.tls, qc, spec.quic_secret,
+                                                          static_cast<uint8_t>(services_.index),
+                                                          q.listener));
+    }
+  }
+  quic_.swap(kept); // what is left in kept now had its listener removed: gone
 }
 
 void ProxyWorker::start() {
@@ -163,6 +182,7 @@ void ProxyWorker::on_async() {
   int cmd = command_.load();
   if (cmd == 2) {
     acceptors_.clear();
+    quic_.clear();
     ctx_->close_all();
     ev_break(loop_, EVBREAK_ALL);
     return;

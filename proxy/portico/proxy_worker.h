@@ -12,6 +12,7 @@
 #include "metrics/worker_metrics.h"
 #include "portico/cache_purge.h"
 #include "portico/worker_generation.h"
+#include "quic/quic_endpoint.h"
 #include "server/acceptor.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
@@ -90,6 +91,7 @@ private:
   std::vector<std::unique_ptr<WorkerGeneration>> live_; // the newest last
   std::unique_ptr<server::ServerContext> ctx_;
   std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
+  std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_; // one per QUIC listener socket
   ev_timer retire_; // while old generations are left: looks whether they are unused
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop

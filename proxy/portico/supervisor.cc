@@ -115,7 +115,11 @@ GenerationSpec Supervisor::spec_for(const ConfigGeneration& g, int worker,
     SSL_CTX* tls = g.tls(li) ? g.tls(li)->get() : nullptr;
     for (int fd : sockets_->for_worker(cfg.listeners[li].address, worker, worker_count_))
       spec.listens.push_back({fd, tls, static_cast<uint16_t>(li)});
+    if (cfg.listeners[li].quic.enabled)
+      for (int fd : sockets_->quic_for_worker(cfg.listeners[li].address, worker, worker_count_))
+        spec.quic_listens.push_back({fd, g.quic_tls(li), static_cast<uint16_t>(li)});
   }
+  spec.quic_secret = quic_secret_;
   spec.access_log_fds = g.access_log_fds();
   for (size_t c = 0; c < cfg.clusters.size(); ++c)
     spec.cluster_tls.push_back(g.cluster_tls(c));

@@ -72,6 +72,9 @@ private:
 
   struct ev_loop* loop_;
   int worker_count_;
+  // Behind every QUIC listener's stateless resets and Retry tokens: one for the process, so
+  // that a token made before a reload still checks after it.
+  std::shared_ptr<const quic::QuicSecret> quic_secret_ = std::make_shared<quic::QuicSecret>();
   std::vector<std::string> argv_;
   bool journal_;
   int derived_max_connections_;

@@ -11,6 +11,8 @@
 #include "core/deferred_queue.h"
 #include "metrics/access_log.h"
 #include "metrics/worker_metrics.h"
+#include "quic/connection_ids.h"
+#include "quic/quic_tls_context.h"
 #include "routing/router.h"
 #include "server/server_context.h"
 #include "upstream/dns_resolver.h"
@@ -29,6 +31,14 @@ struct Listen {
   uint16_t listener; // index in the configuration
 };
 
+// One UDP socket a worker reads a QUIC listener's datagrams from. Its endpoint outlives
+// generations (the socket does): a reload hands it new settings for new connections.
+struct QuicListen {
+  int fd;
+  std::shared_ptr<const quic::QuicTlsContext> tls;
+  uint16_t listener;
+};
+
 // What the supervisor hands a worker for a generation. Everything in it outlives the
 // generation: the supervisor frees the sockets, log files and TLS contexts only once every
 // worker has said the generation is gone.
@@ -37,8 +47,10 @@ struct GenerationSpec {
   std::shared_ptr<const config::Config> cfg;
   std::shared_ptr<metrics::WorkerMetrics> metrics;
   std::vector<Listen> listens;
-  std::vector<int> access_log_fds;   // per listener, -1: none
-  std::vector<SSL_CTX*> cluster_tls; // per cluster, null: cleartext
+  std::vector<QuicListen> quic_listens;
+  std::shared_ptr<const quic::QuicSecret> quic_secret; // the process's, the same every generation
+  std::vector<int> access_log_fds;                     // per listener, -1: none
+  std::vector<SSL_CTX*> cluster_tls;                   // per cluster, null: cleartext
 };
 
 // What a generation borrows from its worker, which outlives every generation.

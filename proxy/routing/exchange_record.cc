@@ -5,6 +5,8 @@
 namespace portico::routing {
 
 metrics::Protocol protocol_of(const server::Exchange& ex) {
+  if (ex.request().version == http::Version::HTTP_3)
+    return metrics::Protocol::H3;
   if (ex.request().version != http::Version::HTTP_2)
     return metrics::Protocol::H1;
   return ex.over_tls() ? metrics::Protocol::H2 : metrics::Protocol::H2C;

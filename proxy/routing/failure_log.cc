@@ -21,7 +21,9 @@ void log_request_failure(const server::Exchange& ex, std::string_view cluster,
   core::append_json_escaped(request, req.method);
   request.push_back(' ');
   core::append_json_escaped(request, req.target);
-  request.append(req.version == http::Version::HTTP_2 ? " HTTP/2" : " HTTP/1.1");
+  request.append(req.version == http::Version::HTTP_3   ? " HTTP/3"
+                 : req.version == http::Version::HTTP_2 ? " HTTP/2"
+                                                        : " HTTP/1.1");
   answer = status ? "answered " + std::to_string(status) : std::string("response cut");
   std::string c(cluster.empty() ? std::string_view("-") : cluster);
   std::string e(endpoint.empty() ? std::string_view("-") : endpoint);

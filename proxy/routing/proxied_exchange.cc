@@ -29,8 +29,7 @@ ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const
                     &ex};
   // HTTP/1 states its body's length in the head; an HTTP/2 request has a body unless its
   // HEADERS ended the stream.
-  framing_ = upstream::body_framing(ex.request(), ex.request().version == http::Version::HTTP_2 &&
-                                                      !ex.request_ended());
+  framing_ = upstream::body_framing(ex.request(), ex.request().framed() && !ex.request_ended());
   if (ctx.in_flight)
     ++*ctx.in_flight;
   ev_init(&timer_, timer_cb);
@@ -183,7 +182,7 @@ void ProxiedExchange::upstream_end() {
   }
   // An HTTP/2 client's END_STREAM on a WebSocket CONNECT ends its side of the tunnel to come;
   // an HTTP/1.1 client's handshake request simply ends (its EOF ends the tunnel later).
-  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2)
+  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().framed())
     client_shut_early_ = true;
   request_ended_ = true;
   if (up_)
@@ -350,8 +349,7 @@ void ProxiedExchange::on_upstream_head(const http::UpstreamResponseHead& h) {
     open_tunnel(fields);
     return;
   }
-  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().version == http::Version::HTTP_2 &&
-      h.status < 300) {
+  if (framing_ == upstream::BodyFraming::TUNNEL && ex_.request().framed() && h.status < 300) {
     // An HTTP/2 client takes a 2xx to its extended CONNECT as the tunnel open (RFC 8441 5):
     // an upstream that answered without switching protocols did not open one.
     log_failure(502, "the upstream answered a WebSocket CONNECT without opening a tunnel");
@@ -409,7 +407,7 @@ void ProxiedExchange::open_tunnel(std::span<const http::Header> fields) {
   thread_local std::vector<http::Header> kept;
   kept.clear();
   int status = 101;
-  if (ex_.request().version == http::Version::HTTP_2) {
+  if (ex_.request().framed()) {
     // RFC 8441 5: the client's 2xx; Sec-WebSocket-Accept answers a key it never sent.
     status = 200;
     for (const auto& f : fields)

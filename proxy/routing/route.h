@@ -22,7 +22,7 @@ struct Route {
   std::vector<std::unique_ptr<FilterFactory>> filters; // in run order (filters/registry.cc)
   bool http1_filters = false; // one of them makes filters for HTTP/1 requests too
   bool may_filter(const server::Exchange& ex) const {
-    return ex.request().version == http::Version::HTTP_2 ? !filters.empty() : http1_filters;
+    return ex.request().framed() ? !filters.empty() : http1_filters;
   }
 };
 

@@ -131,7 +131,7 @@ void Router::on_request(server::Exchange& ex) {
     if (req.is_websocket_upgrade()) {
       // A handshake has no body (RFC 6455 4.1); one sent anyway would reach the upstream
       // as bytes after the head, where a server that declines the upgrade reads HTTP.
-      if (req.version != http::Version::HTTP_2 && req.has_body()) {
+      if (!req.framed() && req.has_body()) {
         ProxiedExchange::answer(ex, routes_[i], ctx_, log_for(ex), 400,
                                 "a WebSocket handshake has no body\n");
         return;

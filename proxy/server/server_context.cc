@@ -143,11 +143,27 @@ void ServerContext::begin_drain(std::function<void()> on_drained) {
     std::vector<ClientConnection*> all = connections_;
     for (ClientConnection* c : all)
       c->drain();
+    for (DatagramEndpoint* e : std::vector<DatagramEndpoint*>(endpoints_))
+      e->drain();
   }
   check_drained();
 }
 
+void ServerContext::add_endpoint(DatagramEndpoint* e) {
+  endpoints_.push_back(e);
+  if (draining_)
+    e->drain();
+}
+
+void ServerContext::remove_endpoint(DatagramEndpoint* e) {
+  std::erase(endpoints_, e);
+  check_drained();
+}
+
 void ServerContext::check_drained() {
+  for (DatagramEndpoint* e : endpoints_)
+    if (e->open_connections() > 0)
+      return;
   if (draining_ && connections_.empty() && on_drained_) {
     auto cb = std::move(on_drained_);
     on_drained_ = nullptr;

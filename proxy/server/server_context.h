@@ -30,6 +30,15 @@ class AcceptShare;
 class Acceptor;
 class ClientConnection;
 
+// Connections the context does not hold as ClientConnections (QUIC's, over one UDP socket),
+// which a graceful stop must still drain and wait for.
+class DatagramEndpoint {
+public:
+  virtual ~DatagramEndpoint() = default;
+  virtual void drain() = 0;
+  virtual size_t open_connections() const = 0;
+};
+
 struct ServerLimits {
   http::ParserLimits parser;
   ev_tstamp keepalive_timeout = 5; // idle connection between requests
@@ -118,6 +127,11 @@ public:
   // later); idle ones after limits().drain_idle_grace without a request, so that one already
   // on its way is answered. on_drained runs once none is left.
   void begin_drain(std::function<void()> on_drained);
+  // A datagram endpoint's connections count in a drain; it calls endpoint_idle() when its
+  // last one is gone.
+  void add_endpoint(DatagramEndpoint* e);
+  void remove_endpoint(DatagramEndpoint* e);
+  void endpoint_idle() { check_drained(); }
   bool draining() const { return draining_; }
   // After begin_drain, when long-lived exchanges have had their window ([server]
   // long_lived_drain): each WebSocket tunnel sends a close frame (1001, going away) both ways
@@ -154,6 +168,7 @@ private:
   std::vector<uint32_t> per_listener_;         // open connections by listener index
   std::vector<uint32_t> per_epoch_{0};         // open connections by epoch accepted in
   std::vector<Acceptor*> acceptors_;
+  std::vector<DatagramEndpoint*> endpoints_;
   AcceptShare* share_ = nullptr;
   bool draining_ = false;
   std::function<void()> on_drained_;

@@ -57,7 +57,7 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
       request_id = h.value;
     if constexpr (Emitter::kJoinCookies) {
       // HTTP/2 may split Cookie into crumbs (RFC 9113 8.2.3); HTTP/1.1 wants one field.
-      if (h.name == "cookie" && req.version == http::Version::HTTP_2) {
+      if (h.name == "cookie" && req.framed()) {
         if (!cookie_written)
           e.joined_cookies(req);
         cookie_written = true;
@@ -93,7 +93,8 @@ void for_each_upstream_field(const http::RequestHead& req, const ClientOrigin& c
     e.unique_field(opts.request_id_header, new_request_id(buf));
   }
   if (opts.add_via)
-    e.field("via", req.version == http::Version::HTTP_2     ? "2 portico"
+    e.field("via", req.version == http::Version::HTTP_3     ? "3 portico"
+                   : req.version == http::Version::HTTP_2   ? "2 portico"
                    : req.version == http::Version::HTTP_1_0 ? "1.0 portico"
                                                             : "1.1 portico");
 }

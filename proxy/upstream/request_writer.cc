@@ -115,7 +115,7 @@ void write_upstream_request_head(core::ByteQueue& out, const http::RequestHead& 
                                  BodyFraming framing, const ClientOrigin& client,
                                  const ForwardingOptions& opts) {
   // An HTTP/2 extended CONNECT becomes the HTTP/1.1 handshake it stands for (RFC 8441 5).
-  bool h2_websocket = framing == BodyFraming::TUNNEL && req.version == http::Version::HTTP_2;
+  bool h2_websocket = framing == BodyFraming::TUNNEL && req.framed();
   out.append(h2_websocket ? std::string_view("GET") : req.method);
   out.append(" ");
   out.append(req.target);
