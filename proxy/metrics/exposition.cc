@@ -396,6 +396,32 @@ void append_server_metrics(std::vector<MetricFamily>& out,
   sendfile.metric.push_back(value_metric(static_cast<double>(sent), true));
   out.push_back(std::move(sendfile));
 
+  uint64_t quic_opened = 0, quic_closed = 0, quic_retries = 0, quic_refused = 0;
+  for (const auto* s : servers) {
+    quic_opened += s->quic_opened.get();
+    quic_closed += s->quic_closed.get();
+    quic_retries += s->quic_retries.get();
+    quic_refused += s->quic_refused.get();
+  }
+  auto quic_open = family("portico_quic_connections",
+                          "QUIC (HTTP/3) client connections open, handshakes included.",
+                          MetricType::Gauge);
+  quic_open.metric.push_back(value_metric(
+      static_cast<double>(quic_opened >= quic_closed ? quic_opened - quic_closed : 0), false));
+  out.push_back(std::move(quic_open));
+  auto retries = family("portico_quic_retries_total",
+                        "Retry packets sent: a client proves its address before any handshake "
+                        "work (more than retry_above_handshakes handshakes in progress).",
+                        MetricType::Counter);
+  retries.metric.push_back(value_metric(static_cast<double>(quic_retries), true));
+  out.push_back(std::move(retries));
+  auto refused = family("portico_quic_refused_total",
+                        "QUIC connections not made: a client's first packet dropped at the "
+                        "listener's quic max_connections, or while draining.",
+                        MetricType::Counter);
+  refused.metric.push_back(value_metric(static_cast<double>(quic_refused), true));
+  out.push_back(std::move(refused));
+
   auto rejected = by_server("portico_client_connections_rejected_total",
                             "Times accepting client connections paused: at max_connections, or "
                             "out of file descriptors or memory (then with a backoff).",

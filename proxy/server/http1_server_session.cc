@@ -363,6 +363,9 @@ void Http1ServerSession::write_head(const http::ResponseHead& head) {
   out.append("\r\ndate: ");
   out.append(head.date.empty() ? core::http_date_now() : head.date);
   out.append("\r\n");
+  if (conn_.is_tls())
+    if (std::string_view alt = ctx.limits().alt_svc_for(conn_.listener(), head); !alt.empty())
+      http::append_field(out, "alt-svc", alt);
   head.for_each([&](const http::Header& h) { http::append_field(out, h.name, h.value); });
   if (head.content_length >= 0 && !(http::status_has_no_body(head.status))) {
     out.append("content-length: ");

@@ -254,6 +254,9 @@ void Http2ServerSession::submit_response(Http2Exchange& st, const http::Response
   nv.push_back(make_nv(":status", {status, 3}));
   nv.push_back(make_nv("server", ctx.limits().server_name));
   nv.push_back(make_nv("date", head.date.empty() ? core::http_date_now() : head.date));
+  if (conn_.is_tls())
+    if (std::string_view alt = ctx.limits().alt_svc_for(conn_.listener(), head); !alt.empty())
+      nv.push_back(make_nv("alt-svc", alt));
   head.for_each([&](const http::Header& h) { nv.push_back(make_nv(h.name, h.value)); });
   if (head.content_length >= 0 && !http::status_has_no_body(head.status)) {
     length_len = static_cast<size_t>(

@@ -6,6 +6,7 @@
 // own callback.
 #include "core/deferred_queue.h"
 #include "core/memory_trimmer.h"
+#include "http/header.h"
 #include "http/http1_request_parser.h"
 #include "limits/count_table.h"
 #include "metrics/server_stats.h"
@@ -67,6 +68,24 @@ struct ServerLimits {
   std::vector<uint8_t> listener_proxy_protocol;
   bool proxy_protocol(uint16_t listener) const {
     return listener < listener_proxy_protocol.size() && listener_proxy_protocol[listener];
+  }
+  // Per listener index: the Alt-Svc value its TLS responses advertise HTTP/3 with (a QUIC
+  // listener on the same address), or empty.
+  std::vector<std::string> listener_alt_svc;
+  std::string_view alt_svc(uint16_t listener) const {
+    return listener < listener_alt_svc.size() ? std::string_view(listener_alt_svc[listener])
+                                              : std::string_view();
+  }
+  // The field to add to a response head on listener (over TLS), or empty: none configured, or
+  // the response has its own.
+  template <typename Head> std::string_view alt_svc_for(uint16_t listener, const Head& head) const {
+    std::string_view v = alt_svc(listener);
+    if (!v.empty())
+      head.for_each([&](const auto& h) {
+        if (http::iequals(h.name, "alt-svc"))
+          v = {};
+      });
+    return v;
   }
   // Buffer blocks this context's thread may hold before it stops accepting (0: no limit), and
   // the response bytes one connection or stream may hold before it is aborted: a producer
