@@ -403,9 +403,9 @@ void append_server_metrics(std::vector<MetricFamily>& out,
     quic_retries += s->quic_retries.get();
     quic_refused += s->quic_refused.get();
   }
-  auto quic_open = family("portico_quic_connections",
-                          "QUIC (HTTP/3) client connections open, handshakes included.",
-                          MetricType::Gauge);
+  auto quic_open =
+      family("portico_quic_connections",
+             "QUIC (HTTP/3) client connections open, handshakes included.", MetricType::Gauge);
   quic_open.metric.push_back(value_metric(
       static_cast<double>(quic_opened >= quic_closed ? quic_opened - quic_closed : 0), false));
   out.push_back(std::move(quic_open));

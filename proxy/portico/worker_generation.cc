@@ -25,10 +25,9 @@ server::ServerLimits limits_for(const config::Config& cfg, int workers) {
     l.listener_proxy_protocol.push_back(listener.proxy_protocol ? 1 : 0);
     // A day, as Caddy and Cloudflare advertise: a client that finds QUIC blocked falls back
     // to TCP on its own and remembers for its own while.
-    l.listener_alt_svc.push_back(listener.quic.enabled
-                                     ? "h3=\":" + std::to_string(listener.address.port) +
-                                           "\"; ma=86400"
-                                     : std::string());
+    l.listener_alt_svc.push_back(
+        listener.quic.enabled ? "h3=\":" + std::to_string(listener.address.port) + "\"; ma=86400"
+                              : std::string());
     // Not split across workers: one table the workers share counts the whole process's.
     int per_client = listener.max_connections_per_client;
     l.listener_max_per_client.push_back(static_cast<uint32_t>(per_client));
