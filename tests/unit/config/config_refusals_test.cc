@@ -46,6 +46,27 @@ TEST(ConfigRefusals, PerClientConnectionsBehindProxyProtocol) {
   EXPECT_NE(e.find("not with proxy_protocol"), std::string::npos) << e;
 }
 
+TEST(ConfigRefusals, QuicKeys) {
+  auto listener = [](std::string_view quic) {
+    return config("",
+                  "[[listener]]\naddress = \"127.0.0.1:8443\"\nquic = " + std::string(quic) + "\n",
+                  "", "");
+  };
+  // HTTP/3 is always encrypted: its handshake needs the listener's certificate.
+  EXPECT_EQ(refused(listener("true")),
+            "t.toml:5:8: [[listener]]: quic needs the listener's tls (HTTP/3 is always encrypted)");
+  EXPECT_EQ(refused(listener("\"yes\"")),
+            "t.toml:5:8: [[listener]]: 'quic' must be true, false or a table");
+  EXPECT_NE(refused(listener("{ max_streams = 0 }")).find("'max_streams' must be a number from 1"),
+            std::string::npos);
+  EXPECT_EQ(refused(listener("{ window = 1 }")),
+            "t.toml:5:10: unknown key 'window' in [[listener]] quic");
+  std::vector<std::string> errors;
+  auto off = parse_config(listener("false"), "t.toml", &errors);
+  ASSERT_TRUE(off) << errors[0];
+  EXPECT_FALSE(off->listeners[0].quic.enabled);
+}
+
 TEST(ConfigRefusals, NanAndInfinity) {
   for (auto v : {"nan", "inf", "-inf", "+nan"}) {
     std::string e = refused(config(std::string("keepalive_timeout = ") + v, "", "", ""));
