@@ -41,7 +41,9 @@ Http3Session::Http3Session(QuicConnection& conn, server::ServerContext& ctx, siz
   cbs.reset_stream = on_reset_stream;
   nghttp3_settings settings;
   nghttp3_settings_default(&settings);
-  settings.max_field_section_size = ctx.limits().parser.max_header_bytes;
+  // No max_field_section_size: a section over max_header_bytes is answered 431, as on HTTP/1
+  // and HTTP/2 (a client told the limit fails the request itself, with no answer); the
+  // stream's flow-control window bounds what one can send.
   // A bounded QPACK dynamic table (what the client may make us hold), and streams it may
   // leave blocked on it.
   settings.qpack_max_dtable_capacity = 4096;
