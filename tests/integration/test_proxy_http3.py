@@ -7,9 +7,11 @@ for no connection a stateless reset, Initials past the handshake limit a Retry (
 Retry token nothing), garbage nothing at all, and the proxy serves on."""
 import base64
 import hashlib
+import json
 import os
 import random
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -203,6 +205,37 @@ def wait_for_probe(s, port):
         reply = s.recv(4096)
         if reply[0] & 0x80 and reply[1:5] == b"\0\0\0\0" and parse_long(reply)[2] == scid:
             return scid
+
+
+class Http3Drain(unittest.TestCase):
+    def test_a_graceful_stop_lets_the_request_under_way_finish(self):
+        backend = Backend(workers=1)
+        self.addCleanup(backend.stop)
+        certdir = tempfile.mkdtemp(prefix="portico-h3-cert-")
+        self.addCleanup(shutil.rmtree, certdir, True)
+        cert, key = make_certificate(certdir)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], tls=True, workers=1,
+                      certificate=(cert, key), tls_listener_options={"quic": "true"})
+        self.addCleanup(proxy.stop)
+        driver = browser(self, f"--origin-to-force-quic-on=localhost:{proxy.tls_port}",
+                         "--host-resolver-rules=MAP localhost 127.0.0.1",
+                         f"--ignore-certificate-errors-spki-list={spki_hash(cert)}")
+        driver.get(f"https://localhost:{proxy.tls_port}/hello")
+        in_flight = lambda: json.loads(proxy.admin("/status"))["clusters"][0]["endpoints"][0][
+            "in_flight"]
+        driver.execute_script(
+            "window.slow = fetch('/delay?ms=1500', {cache: 'no-store'}).then(async r => "
+            "[r.status, await r.text(), performance.getEntriesByType('resource')"
+            ".map(e => e.nextHopProtocol)]).catch(e => String(e));")
+        harness.wait_until(lambda: in_flight() == 1, what="the slow request at the upstream")
+        os.kill(proxy.process.proc.pid, signal.SIGTERM)
+        got = driver.execute_async_script("window.slow.then(arguments[arguments.length - 1]);")
+        self.assertIsInstance(got, list, got)
+        self.assertEqual(got[0], 200)
+        self.assertEqual(set(got[2]), {"h3"})
+        # GOAWAY, the last stream done, the connection closed: the proxy is gone well within
+        # its grace period (30 s).
+        self.assertEqual(proxy.process.proc.wait(timeout=15), 0)
 
 
 class QuicRetry(unittest.TestCase):
