@@ -154,6 +154,21 @@ class Http3Proxy(unittest.TestCase):
                              capture_output=True, text=True, timeout=30).stdout
         self.assertNotIn("alt-svc", out.lower())
 
+class RawDatagrams(unittest.TestCase):
+    """Datagrams no browser sends, to a proxy of their own: no connection a browser left open
+    (until its idle timeout) counts in the figures looked at."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = Backend(workers=1)
+        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=2,
+                          tls_listener_options={"quic": "true"})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.backend.stop()
+
     def udp(self):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.settimeout(10)
