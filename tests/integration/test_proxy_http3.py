@@ -253,6 +253,43 @@ class Http3Drain(unittest.TestCase):
         self.assertEqual(proxy.process.proc.wait(timeout=15), 0)
 
 
+def udp_bound(port):
+    """Whether a UDP socket is bound to port (/proc/net/udp)."""
+    with open("/proc/net/udp") as f:
+        next(f)
+        return any(int(line.split()[1].split(":")[1], 16) == port for line in f)
+
+
+class QuicReload(unittest.TestCase):
+    def test_a_reload_turns_quic_off_and_on(self):
+        backend = Backend(workers=1)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], tls=True, workers=2,
+                      tls_listener_options={"quic": "true"})
+        self.addCleanup(proxy.stop)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(10)
+        self.addCleanup(s.close)
+        self.assertEqual(len(wait_for_probe(s, proxy.tls_port)), 8)
+        generation = 1
+        for quic in ("false", "true"):
+            with open(proxy.config_path) as f:
+                text = f.read()
+            with open(proxy.config_path, "w") as f:
+                f.write(text.replace(f"quic = {'true' if quic == 'false' else 'false'}",
+                                     f"quic = {quic}"))
+            generation += 1
+            os.kill(proxy.process.proc.pid, signal.SIGHUP)
+            harness.wait_until(lambda: f"every worker serves generation {generation}"
+                               in proxy.process.read_log(), what=f"generation {generation}")
+            # Off: the UDP sockets are closed (the endpoints gone with their connections); on
+            # again: new ones answer.
+            self.assertEqual(udp_bound(proxy.tls_port), quic == "true")
+            if quic == "true":
+                self.assertEqual(len(wait_for_probe(s, proxy.tls_port)), 8)
+        self.assertEqual(harness.http_get(proxy.port)[0], 200)
+
+
 class QuicRetry(unittest.TestCase):
     """retry_above_handshakes = 0: every client proves its address first."""
 
