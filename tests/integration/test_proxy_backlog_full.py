@@ -55,8 +55,9 @@ class SerialUpstream:
             while b"\r\n\r\n" in data:
                 _, data = data.split(b"\r\n\r\n", 1)
                 threading.Event().wait(self.delay)  # the app's own work, not synchronisation
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                # Counted before the answer goes: a client that has it may look at once.
                 self.served += 1
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
 
     def stop(self):
         self.stopped = True
