@@ -1,0 +1,180 @@
+"""HTTP/3 at the frame level: portico-h3load (bench/h3load, on ngtcp2 and nghttp3 like the
+proxy) writes hand-made frames and QPACK field sections on streams of its own, and reads how the
+proxy ends the stream or the connection: each malformed case gets the error code RFC 9114 and
+RFC 9204 give it, and the proxy serves on. The caps of the [[listener]] quic table hold (streams
+advertised and renewed, connections refused at once), and before a client's address is
+validated the proxy sends no more than three times what it received (RFC 9000 8.1)."""
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import Backend
+from proxy_harness import Proxy, make_certificate
+import h3_frames as h3
+from h3_frames import frame, request, varint, field_section, prefixed
+
+
+class MalformedFrames(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = Backend(workers=1)
+        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
+                          tls_listener_options={"quic": "{ max_streams = 10 }"})
+        cls.port = cls.proxy.tls_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.backend.stop()
+
+    def tearDown(self):
+        # Whatever a case did, a well-formed request on a new connection is still answered.
+        r = h3.raw(self.port, ("bidi", request()))
+        self.assertEqual(r.status(0), 200, r.text)
+
+    def assert_connection_error(self, code, *streams):
+        r = h3.raw(self.port, *streams, await_close=True)
+        self.assertEqual(r.close, "peer application %#x" % code, r.text)
+
+    def assert_stream_error(self, code, *streams):
+        r = h3.raw(self.port, *streams)
+        self.assertEqual(r.streams[0][:2], ("reset", code), r.text)
+        self.assertEqual(r.close, "open", r.text)  # the connection itself serves on
+
+    def test_a_request_is_answered(self):
+        r = h3.raw(self.port, ("bidi", request(path="/")))
+        self.assertEqual(r.streams[0][0], "fin", r.text)
+        self.assertEqual(r.status(0), 200)
+        data = [p for kind, p in h3.frames(r.streams[0][2]) if kind == h3.DATA]
+        self.assertEqual(b"".join(data), b"hello world\n")
+
+    # Request streams (RFC 9114 7.1, 7.2).
+
+    def test_data_before_headers_is_frame_unexpected(self):
+        self.assert_connection_error(h3.H3_FRAME_UNEXPECTED, ("bidi", frame(h3.DATA, b"abc")))
+
+    def test_settings_on_a_request_stream_is_frame_unexpected(self):
+        self.assert_connection_error(h3.H3_FRAME_UNEXPECTED, ("bidi", frame(h3.SETTINGS, b"")))
+
+    def test_an_http2_frame_type_is_frame_unexpected(self):
+        # 0x2 was HTTP/2's PRIORITY; RFC 9114 7.2.8 reserves it.
+        self.assert_connection_error(h3.H3_FRAME_UNEXPECTED, ("bidi", frame(0x2, b"\x00")))
+
+    def test_a_frame_cut_by_the_end_of_its_stream_is_a_frame_error(self):
+        # A HEADERS frame of 100 bytes whose stream ends after 3.
+        self.assert_connection_error(
+            h3.H3_FRAME_ERROR, ("bidi", varint(h3.HEADERS) + varint(100) + b"\x00\x00\xd1"))
+
+    def test_unknown_frame_types_are_ignored(self):
+        # Reserved types 0x1f * N + 0x21 (RFC 9114 7.2.8) are for greasing: skipped.
+        r = h3.raw(self.port, ("bidi", frame(0x21, b"grease") + request()))
+        self.assertEqual(r.status(0), 200, r.text)
+
+    # Malformed messages (RFC 9114 4.1.2): the stream, or the connection (8: an endpoint may
+    # treat a stream error as a connection's; nghttp3 hands a body's length mismatch to the
+    # application only as the connection's).
+
+    def test_a_request_without_path_is_a_message_error(self):
+        section = field_section([(":method", "GET"), (":scheme", "https"),
+                                 (":authority", "localhost")])
+        self.assert_stream_error(h3.H3_MESSAGE_ERROR, ("bidi", frame(h3.HEADERS, section)))
+
+    def test_an_upper_case_field_name_is_a_message_error(self):
+        self.assert_stream_error(h3.H3_MESSAGE_ERROR,
+                                 ("bidi", request(extra=[("X-Upper", "1")])))
+
+    def test_a_body_shorter_than_its_content_length_is_a_message_error(self):
+        self.assert_connection_error(
+            h3.H3_MESSAGE_ERROR,
+            ("bidi", request("POST", extra=[("content-length", "10")]) + frame(h3.DATA, b"abc")))
+
+    def test_a_field_section_over_the_limit_is_431(self):
+        r = h3.raw(self.port, ("bidi", request(extra=[("x-big", "a" * 40000)])))
+        self.assertEqual(r.status(0), 431, r.text)
+
+    def test_a_long_target_is_414(self):
+        r = h3.raw(self.port, ("bidi", request(path="/" + "p" * 9000)))
+        self.assertEqual(r.status(0), 414, r.text)
+
+    # QPACK (RFC 9204).
+
+    def test_an_impossible_required_insert_count_is_decompression_failed(self):
+        section = field_section([(":method", "GET")], required_insert_count=200)
+        self.assert_connection_error(h3.QPACK_DECOMPRESSION_FAILED,
+                                     ("bidi", frame(h3.HEADERS, section)))
+
+    def test_a_table_capacity_over_the_limit_is_an_encoder_stream_error(self):
+        # Set Dynamic Table Capacity 100000, past the 4,096 bytes the proxy allows.
+        self.assert_connection_error(
+            h3.QPACK_ENCODER_STREAM_ERROR,
+            ("uni", varint(h3.QPACK_ENCODER) + prefixed(100000, 5, 0x20)))
+
+    # The control stream (RFC 9114 6.2.1).
+
+    def test_a_control_stream_must_start_with_settings(self):
+        self.assert_connection_error(
+            h3.H3_MISSING_SETTINGS, ("uni", varint(h3.CONTROL) + frame(h3.GOAWAY, varint(0))))
+
+    def test_a_second_control_stream_is_a_stream_creation_error(self):
+        control = varint(h3.CONTROL) + frame(h3.SETTINGS, b"")
+        self.assert_connection_error(h3.H3_STREAM_CREATION_ERROR, ("uni", control),
+                                     ("uni", control))
+
+    def test_closing_the_control_stream_is_closed_critical_stream(self):
+        self.assert_connection_error(
+            h3.H3_CLOSED_CRITICAL_STREAM,
+            ("uni-fin", varint(h3.CONTROL) + frame(h3.SETTINGS, b"")))
+
+    def test_data_on_the_control_stream_is_frame_unexpected(self):
+        self.assert_connection_error(
+            h3.H3_FRAME_UNEXPECTED,
+            ("uni", varint(h3.CONTROL) + frame(h3.SETTINGS, b"") + frame(h3.DATA, b"x")))
+
+
+class StreamLimit(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = Backend(workers=1)
+        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
+                          tls_listener_options={"quic": "{ max_streams = 10 }"})
+        cls.port = cls.proxy.tls_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.backend.stop()
+
+    def test_the_stream_limit_is_advertised(self):
+        r = h3.raw(self.port)
+        self.assertEqual(r.params.get("max_streams_bidi"), 10, r.text)
+
+
+class AmplificationLimit(unittest.TestCase):
+    def test_an_unvalidated_client_gets_at_most_three_times_what_it_sent(self):
+        # A certificate of some 6 KB: the proxy's first flight is larger than three times the
+        # client's 1,200-byte Initial, so the limit is what stops it.
+        certdir = tempfile.mkdtemp(prefix="portico-h3-amp-")
+        self.addCleanup(shutil.rmtree, certdir, True)
+        cert, key = make_certificate(certdir, extra_names=[f"n{i}.example.test"
+                                                           for i in range(300)])
+        backend = Backend(workers=1)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], tls=True, workers=1,
+                      certificate=(cert, key), tls_listener_options={"quic": "true"})
+        self.addCleanup(proxy.stop)
+        out = subprocess.run([h3.H3LOAD, "--first-flight", "--timeout", "3",
+                              "127.0.0.1:%d" % proxy.tls_port],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        words = out.split()
+        sent, received = int(words[words.index("sent") + 1]), int(words[words.index("received") + 1])
+        self.assertGreater(sent, 0, out)
+        self.assertGreater(received, 2 * sent, out)  # it did answer, up to its limit
+        self.assertLessEqual(received, 3 * sent, out)
+        # And a client that answers gets the whole handshake and its response.
+        r = h3.raw(proxy.tls_port, ("bidi", request()))
+        self.assertEqual(r.status(0), 200, r.text)
+
+
+if __name__ == "__main__":
+    unittest.main()
