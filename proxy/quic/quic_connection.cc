@@ -455,6 +455,10 @@ int QuicConnection::on_stream_close(ngtcp2_conn*, uint32_t flags, int64_t id, ui
     app_error = NGHTTP3_H3_NO_ERROR;
   if (c->h3_ && c->h3_->stream_closed(id, app_error) != 0)
     return NGTCP2_ERR_CALLBACK_FAILURE;
+  // max_streams bounds the requests open at once, not those of the connection's life: each
+  // that ends lets the client open another (ngtcp2 sends MAX_STREAMS as it sees fit).
+  if (ngtcp2_is_bidi_stream(id) && !ngtcp2_conn_is_local_stream(c->conn_, id))
+    ngtcp2_conn_extend_max_streams_bidi(c->conn_, 1);
   return 0;
 }
 

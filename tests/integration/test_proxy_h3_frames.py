@@ -149,6 +149,11 @@ class StreamLimit(unittest.TestCase):
         r = h3.raw(self.port)
         self.assertEqual(r.params.get("max_streams_bidi"), 10, r.text)
 
+    def test_a_connection_serves_more_requests_than_its_stream_limit(self):
+        # The limit is on streams open at once: each one that ends gives the client another.
+        figures = h3.load(self.port, "-n", "60", "-m", "5", timeout=5)
+        self.assertEqual((figures["succeeded"], figures["stalled"]), (60, False), figures["text"])
+
 
 class AmplificationLimit(unittest.TestCase):
     def test_an_unvalidated_client_gets_at_most_three_times_what_it_sent(self):
