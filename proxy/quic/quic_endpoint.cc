@@ -179,7 +179,8 @@ void QuicEndpoint::accept(const PacketPath& path, const ngtcp2_pkt_info& pi, uin
     return; // not a client's Initial (or too short to be one: RFC 9000 14.1)
   if (draining_ || connections_ >= cfg_.max_connections) {
     ctx_.stats().quic_refused.inc();
-    return; // the client tries again, or falls back to TCP
+    send_refusal(hd, path, len * 3); // the client falls back to TCP at once, not at a timeout
+    return;
   }
   ngtcp2_cid odcid;
   const ngtcp2_cid* retried = nullptr;
@@ -259,6 +260,15 @@ void QuicEndpoint::send_retry(const ngtcp2_pkt_hd& hd, const PacketPath& path, s
     ctx_.stats().quic_retries.inc();
     send(path, out, static_cast<size_t>(n));
   }
+}
+
+void QuicEndpoint::send_refusal(const ngtcp2_pkt_hd& hd, const PacketPath& path, size_t max_len) {
+  uint8_t out[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
+  size_t cap = std::min(sizeof out, max_len);
+  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(out, cap, hd.version, &hd.scid, &hd.dcid,
+                                                        NGTCP2_CONNECTION_REFUSED, nullptr, 0);
+  if (n > 0)
+    send(path, out, static_cast<size_t>(n));
 }
 
 void QuicEndpoint::send_version_negotiation(const ngtcp2_version_cid& vc, const PacketPath& path) {

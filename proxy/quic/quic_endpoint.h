@@ -59,6 +59,8 @@ private:
   void on_datagram(const PacketPath& path, const ngtcp2_pkt_info& pi, uint8_t* data, size_t len);
   void accept(const PacketPath& path, const ngtcp2_pkt_info& pi, uint8_t* data, size_t len);
   void send_retry(const ngtcp2_pkt_hd& hd, const PacketPath& path, size_t max_len);
+  // An Initial CONNECTION_CLOSE with CONNECTION_REFUSED, no connection state kept.
+  void send_refusal(const ngtcp2_pkt_hd& hd, const PacketPath& path, size_t max_len);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const PacketPath& path);
   void send_stateless_reset(const ngtcp2_version_cid& vc, const PacketPath& path, size_t len);
 

@@ -155,6 +155,36 @@ class StreamLimit(unittest.TestCase):
         self.assertEqual((figures["succeeded"], figures["stalled"]), (60, False), figures["text"])
 
 
+class ConnectionCap(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = Backend(workers=1)
+        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
+                          tls_listener_options={"quic": "{ max_connections = 1 }"})
+        cls.port = cls.proxy.tls_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.backend.stop()
+
+    def test_a_connection_past_the_cap_is_refused_at_once(self):
+        before = self.proxy.metric("portico_quic_refused_total")
+        holder = subprocess.Popen([h3.H3LOAD, "--hold", "127.0.0.1:%d" % self.port],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertIn("ready", [holder.stdout.readline().strip() for _ in range(3)])
+            # CONNECTION_REFUSED (RFC 9000 20.1) in an Initial: the client need not wait for
+            # its handshake to time out before it falls back to TCP.
+            r = h3.raw(self.port, timeout=5)
+            self.assertEqual(r.close, "peer transport 0x2", r.text)
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=30)
+            holder.stdout.close()
+        self.assertEqual(self.proxy.metric("portico_quic_refused_total") - before, 1)
+
+
 class AmplificationLimit(unittest.TestCase):
     def test_an_unvalidated_client_gets_at_most_three_times_what_it_sent(self):
         # A certificate of some 6 KB: the proxy's first flight is larger than three times the
