@@ -208,12 +208,28 @@ void QuicConnection::run_deferred() {
 void QuicConnection::write() {
   if (state_ != State::OPEN)
     return;
-  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
-  size_t max_len = std::min(sizeof buf, ngtcp2_conn_get_max_tx_udp_payload_size(conn_));
+  // Packets go out in batches of equal sizes (the last may be shorter) and one ECN codepoint:
+  // one send for many datagrams.
+  uint8_t* batch = ep_.batch_buffer();
+  size_t used = 0;
+  size_t segment = 0;
+  size_t segments = 0;
+  uint32_t batch_ecn = 0;
+  auto flush = [&] {
+    if (used > 0)
+      ep_.send_batch(path_, batch, used, segment, batch_ecn);
+    used = 0;
+    segments = 0;
+  };
+  size_t max_len =
+      std::min<size_t>(NGTCP2_MAX_UDP_PAYLOAD_SIZE, ngtcp2_conn_get_max_tx_udp_payload_size(conn_));
   ngtcp2_tstamp ts = now_ns();
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   for (size_t sent = 0; sent < kPacketsPerFlush;) {
+    if (QuicEndpoint::kBatchBytes - used < max_len || segments == QuicEndpoint::kMaxSegments)
+      flush();
+    uint8_t* buf = batch + used;
     int64_t id = -1;
     int fin = 0;
     nghttp3_vec vec[16];
@@ -221,6 +237,7 @@ void QuicConnection::write() {
     if (h3_ && ngtcp2_conn_get_max_data_left(conn_) > 0) {
       count = h3_->next_output(&id, &fin, vec, std::size(vec));
       if (count < 0) {
+        flush();
         ngtcp2_connection_close_error e;
         ngtcp2_connection_close_error_set_application_error(
             &e, nghttp3_err_infer_quic_app_error_code(static_cast<int>(count)), nullptr, 0);
@@ -240,6 +257,7 @@ void QuicConnection::write() {
       case NGTCP2_ERR_STREAM_SHUT_WR: h3_->write_shut(id); continue;
       case NGTCP2_ERR_WRITE_MORE:
         if (h3_->wrote(id, static_cast<size_t>(taken)) != 0) {
+          flush();
           ngtcp2_connection_close_error e;
           ngtcp2_connection_close_error_set_application_error(&e, NGHTTP3_H3_INTERNAL_ERROR,
                                                               nullptr, 0);
@@ -248,6 +266,7 @@ void QuicConnection::write() {
         }
         continue;
       default: {
+        flush();
         ngtcp2_connection_close_error e;
         ngtcp2_connection_close_error_set_transport_error_liberr(&e, static_cast<int>(n), nullptr,
                                                                  0);
@@ -257,6 +276,7 @@ void QuicConnection::write() {
       }
     }
     if (taken >= 0 && h3_ && h3_->wrote(id, static_cast<size_t>(taken)) != 0) {
+      flush();
       ngtcp2_connection_close_error e;
       ngtcp2_connection_close_error_set_application_error(&e, NGHTTP3_H3_INTERNAL_ERROR, nullptr,
                                                           0);
@@ -265,11 +285,26 @@ void QuicConnection::write() {
     }
     if (n == 0)
       break; // nothing more to send now (or the congestion window is full)
-    ep_.send(path_, buf, static_cast<size_t>(n));
+    size_t len = static_cast<size_t>(n);
+    if (used > 0 && (len > segment || pi.ecn != batch_ecn)) {
+      // It cannot join the batch: the batch goes, and this packet starts the next one.
+      size_t at = used;
+      flush();
+      std::memmove(batch, batch + at, len);
+    }
+    if (used == 0) {
+      segment = len;
+      batch_ecn = pi.ecn;
+    }
+    used += len;
+    ++segments;
+    if (len < segment)
+      flush(); // a shorter packet ends a batch
     ++sent;
     if (sent == kPacketsPerFlush)
       want_write(); // more may be waiting: the next pass
   }
+  flush();
   ngtcp2_conn_update_pkt_tx_time(conn_, ts);
   // A graceful stop ends here: the GOAWAY is out and every stream is closed (all of its
   // bytes acknowledged).

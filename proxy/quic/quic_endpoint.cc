@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@ namespace portico::quic {
 namespace {
 // Datagrams read per wakeup: the others wait for the next pass, after the loop's other work.
 constexpr int kDatagramsPerWakeup = 64;
+// Datagrams one recvmmsg() call may return.
+constexpr int kDatagramsPerCall = 16;
 constexpr size_t kMaxDatagram = 65536;
 // A Retry token is good this long: one round trip, with room for a slow client.
 constexpr ngtcp2_duration kRetryTokenLife = 10 * NGTCP2_SECONDS;
@@ -126,28 +129,46 @@ void QuicEndpoint::io_cb(struct ev_loop*, ev_io* w, int) {
 }
 
 void QuicEndpoint::on_readable() {
-  thread_local std::vector<uint8_t> buf(kMaxDatagram);
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(int))];
-  for (int i = 0; i < kDatagramsPerWakeup; ++i) {
+  // One batch of datagrams per call. The buffers are left uninitialised: a page the kernel
+  // never writes to (most of each 64 KiB slot) is never backed by memory.
+  struct Slot {
     PacketPath path;
-    iovec iov{buf.data(), buf.size()};
-    msghdr msg{};
-    msg.msg_name = &path.remote;
-    msg.msg_namelen = sizeof path.remote;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(fd_, &msg, 0);
-    if (n < 0)
+    iovec iov;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(int))];
+  };
+  thread_local std::unique_ptr<uint8_t[]> buf(new uint8_t[kDatagramsPerCall * kMaxDatagram]);
+  thread_local Slot slots[kDatagramsPerCall];
+  mmsghdr msgs[kDatagramsPerCall];
+  for (int done = 0; done < kDatagramsPerWakeup;) {
+    for (int i = 0; i < kDatagramsPerCall; ++i) {
+      Slot& s = slots[i];
+      s.iov = {buf.get() + static_cast<size_t>(i) * kMaxDatagram, kMaxDatagram};
+      msghdr& m = msgs[i].msg_hdr;
+      m = msghdr{};
+      m.msg_name = &s.path.remote;
+      m.msg_namelen = sizeof s.path.remote;
+      m.msg_iov = &s.iov;
+      m.msg_iovlen = 1;
+      m.msg_control = s.control;
+      m.msg_controllen = sizeof s.control;
+    }
+    int n = ::recvmmsg(fd_, msgs, kDatagramsPerCall, 0, nullptr);
+    if (n <= 0)
       return; // EAGAIN, or an ICMP error queued for the socket: nothing to read now
-    if (n == 0)
-      continue;
-    path.remote_len = msg.msg_namelen;
-    local_address(msg, fd_, path);
-    ngtcp2_pkt_info pi{};
-    pi.ecn = ecn_of(msg);
-    on_datagram(path, pi, buf.data(), static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      msghdr& m = msgs[i].msg_hdr;
+      if (msgs[i].msg_len == 0 || (m.msg_flags & MSG_TRUNC))
+        continue;
+      PacketPath& path = slots[i].path;
+      path.remote_len = m.msg_namelen;
+      local_address(m, fd_, path);
+      ngtcp2_pkt_info pi{};
+      pi.ecn = ecn_of(m);
+      on_datagram(path, pi, static_cast<uint8_t*>(slots[i].iov.iov_base), msgs[i].msg_len);
+    }
+    done += n;
+    if (n < kDatagramsPerCall)
+      return; // the socket is empty
   }
 }
 
@@ -207,39 +228,99 @@ void QuicEndpoint::accept(const PacketPath& path, const ngtcp2_pkt_info& pi, uin
 }
 
 void QuicEndpoint::send(const PacketPath& path, const uint8_t* data, size_t len) {
+  send_batch(path, data, len, len, 0);
+}
+
+void QuicEndpoint::send_batch(const PacketPath& path, const uint8_t* data, size_t len,
+                              size_t segment, uint32_t ecn) {
+  if (len <= segment || gso_) {
+    if (send_datagrams(path, data, len, len > segment ? segment : 0, ecn) ||
+        (errno != EIO && errno != EINVAL))
+      return;     // sent, or dropped as the network may drop it: QUIC's loss recovery resends
+    gso_ = false; // no segmentation offload on this path's device: one datagram at a time
+  }
+  // Without GSO: every packet its own message, all of them in one sendmmsg().
+  mmsghdr msgs[kMaxSegments];
+  iovec iovs[kMaxSegments];
+  alignas(cmsghdr) char control[kMaxSegments][kControlSpace];
+  unsigned count = 0;
+  for (size_t off = 0; off < len && count < kMaxSegments; off += segment, ++count) {
+    iovs[count] = {const_cast<uint8_t*>(data + off), std::min(segment, len - off)};
+    msghdr& m = msgs[count].msg_hdr;
+    m = msghdr{};
+    m.msg_name = const_cast<sockaddr_storage*>(&path.remote);
+    m.msg_namelen = path.remote_len;
+    m.msg_iov = &iovs[count];
+    m.msg_iovlen = 1;
+    m.msg_control = control[count];
+    m.msg_controllen = write_control(path, ecn, 0, control[count]);
+    if (m.msg_controllen == 0)
+      m.msg_control = nullptr;
+  }
+  for (unsigned sent = 0; sent < count;) {
+    int n = ::sendmmsg(fd_, msgs + sent, count - sent, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return; // a full socket buffer: the rest is lost, and recovered
+    sent += static_cast<unsigned>(n);
+  }
+}
+
+bool QuicEndpoint::send_datagrams(const PacketPath& path, const uint8_t* data, size_t len,
+                                  size_t segment, uint32_t ecn) {
   iovec iov{const_cast<uint8_t*>(data), len};
   msghdr msg{};
   msg.msg_name = const_cast<sockaddr_storage*>(&path.remote);
   msg.msg_namelen = path.remote_len;
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  // From the address the client sent to (a wildcard socket has many).
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+  alignas(cmsghdr) char control[kControlSpace];
+  msg.msg_control = control;
+  msg.msg_controllen = write_control(path, ecn, segment, control);
+  if (msg.msg_controllen == 0)
+    msg.msg_control = nullptr;
+  for (;;) {
+    if (::sendmsg(fd_, &msg, 0) >= 0)
+      return true;
+    if (errno != EINTR)
+      return false;
+  }
+}
+
+size_t QuicEndpoint::write_control(const PacketPath& path, uint32_t ecn, size_t segment,
+                                   char* buf) {
+  std::memset(buf, 0, kControlSpace);
+  size_t used = 0;
+  auto add = [&](int level, int type, const void* value, size_t size) {
+    auto* c = reinterpret_cast<cmsghdr*>(buf + used);
+    c->cmsg_level = level;
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(size);
+    std::memcpy(CMSG_DATA(c), value, size);
+    used += CMSG_SPACE(size);
+  };
+  int tos = static_cast<int>(ecn);
+  // From the address the client sent to (a wildcard socket has many), with the ECN codepoint
+  // ngtcp2 chose for the packets.
   if (path.local.ss_family == AF_INET) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
     in_pktinfo info{};
     info.ipi_spec_dst = reinterpret_cast<const sockaddr_in*>(&path.local)->sin_addr;
-    std::memcpy(CMSG_DATA(c), &info, sizeof info);
+    add(IPPROTO_IP, IP_PKTINFO, &info, sizeof info);
+    if (tos != 0)
+      add(IPPROTO_IP, IP_TOS, &tos, sizeof tos);
   } else if (path.local.ss_family == AF_INET6) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = IPPROTO_IPV6;
-    c->cmsg_type = IPV6_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
     in6_pktinfo info{};
     info.ipi6_addr = reinterpret_cast<const sockaddr_in6*>(&path.local)->sin6_addr;
-    std::memcpy(CMSG_DATA(c), &info, sizeof info);
+    add(IPPROTO_IPV6, IPV6_PKTINFO, &info, sizeof info);
+    if (tos != 0)
+      add(IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof tos);
   }
-  // A full socket buffer drops the datagram, as the network may: QUIC's loss recovery sends
-  // it again.
-  while (::sendmsg(fd_, &msg, 0) < 0 && errno == EINTR) {
+  if (segment > 0) {
+    uint16_t seg = static_cast<uint16_t>(segment);
+    add(SOL_UDP, UDP_SEGMENT, &seg, sizeof seg);
   }
+  return used;
 }
 
 void QuicEndpoint::send_retry(const ngtcp2_pkt_hd& hd, const PacketPath& path, size_t max_len) {

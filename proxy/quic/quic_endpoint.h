@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <ev.h>
 #include <memory>
+#include <netinet/in.h>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
 #include <unordered_map>
 
 namespace portico::quic {
@@ -47,6 +49,15 @@ public:
   uint16_t listener() const { return listener_; }
   bool draining() const { return draining_; }
   void send(const PacketPath& path, const uint8_t* data, size_t len);
+  // Packets of one connection, each `segment` bytes but the last, in one call: one datagram
+  // each on the wire (UDP GSO where the device has it, else one sendmmsg()).
+  void send_batch(const PacketPath& path, const uint8_t* data, size_t len, size_t segment,
+                  uint32_t ecn);
+  // Where a connection writes such a batch: kBatchBytes, reused by every connection of the
+  // endpoint (a write fills and sends it before the next one starts).
+  uint8_t* batch_buffer() { return batch_.get(); }
+  static constexpr size_t kBatchBytes = 65000;
+  static constexpr size_t kMaxSegments = 64;
   void add_cid(const ngtcp2_cid& cid, QuicConnection* c);
   void remove_cid(const ngtcp2_cid& cid);
   void handshake_finished() { --handshakes_; }
@@ -63,6 +74,13 @@ private:
   void send_refusal(const ngtcp2_pkt_hd& hd, const PacketPath& path, size_t max_len);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const PacketPath& path);
   void send_stateless_reset(const ngtcp2_version_cid& vc, const PacketPath& path, size_t len);
+  bool send_datagrams(const PacketPath& path, const uint8_t* data, size_t len, size_t segment,
+                      uint32_t ecn);
+  // The source address, ECN and segment size of a send, as control messages in buf
+  // (kControlSpace bytes); returns their length.
+  static size_t write_control(const PacketPath& path, uint32_t ecn, size_t segment, char* buf);
+  static constexpr size_t kControlSpace =
+      CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t));
 
   struct KeyHash {
     using is_transparent = void;
@@ -81,6 +99,8 @@ private:
   size_t connections_ = 0;
   size_t handshakes_ = 0;
   bool draining_ = false;
+  bool gso_ = true;
+  std::unique_ptr<uint8_t[]> batch_{new uint8_t[kBatchBytes]};
 };
 
 } // namespace portico::quic
