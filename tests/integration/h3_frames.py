@@ -110,27 +110,34 @@ def read_string(data, i, bits):
     return (decode_huffman(raw) if huffman else raw).decode(), i + n
 
 
-def status_of(section):
-    """The :status of a response's field section (static references or literals)."""
-    i = 2  # a response to these requests never refers to the dynamic table
+def fields_of(section):
+    """[(name, value)] of a field section with no dynamic references (these clients allow the
+    server none); a static entry's name is given as "static:INDEX" but for :status."""
+    out, i = [], 2
     while i < len(section):
         b = section[i]
         if b & 0xC0 == 0xC0:
             index, i = read_prefixed(section, i, 6)
-            if index in STATUS:
-                return int(STATUS[index])
+            out.append((":status", STATUS[index]) if index in STATUS
+                       else ("static:%d" % index, None))
         elif b & 0xC0 == 0x40:
             index, i = read_prefixed(section, i, 4)
             value, i = read_string(section, i, 7)
-            if index in STATUS or index == 24:
-                return int(value)
+            out.append((":status" if index in STATUS else "static:%d" % index, value))
         elif b & 0xE0 == 0x20:
             name, i = read_string(section, i, 3)
             value, i = read_string(section, i, 7)
-            if name == ":status":
-                return int(value)
+            out.append((name, value))
         else:
             raise ValueError("a dynamic reference in %r" % section)
+    return out
+
+
+def status_of(section):
+    """The :status of a response's field section."""
+    for name, value in fields_of(section):
+        if name == ":status":
+            return int(value)
     return None
 
 

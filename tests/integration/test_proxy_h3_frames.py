@@ -49,6 +49,19 @@ class MalformedFrames(unittest.TestCase):
         data = [p for kind, p in h3.frames(r.streams[0][2]) if kind == h3.DATA]
         self.assertEqual(b"".join(data), b"hello world\n")
 
+    def test_trailers_go_both_ways(self):
+        # portico-backend's /echo sends the request's trailers back as its own.
+        r = h3.raw(self.port, ("bidi", request("POST", "/echo", extra=[("te", "trailers")]) +
+                               frame(h3.DATA, b"hello h3") +
+                               frame(h3.HEADERS, field_section([("x-checksum", "h3sum")]))))
+        self.assertEqual(r.streams[0][0], "fin", r.text)
+        parts = h3.frames(r.streams[0][2])
+        sections = [p for kind, p in parts if kind == h3.HEADERS]
+        self.assertEqual(len(sections), 2, parts)
+        self.assertEqual(h3.status_of(sections[0]), 200)
+        self.assertEqual(b"".join(p for kind, p in parts if kind == h3.DATA), b"hello h3")
+        self.assertEqual(h3.fields_of(sections[1]), [("x-checksum", "h3sum")])
+
     # Request streams (RFC 9114 7.1, 7.2).
 
     def test_data_before_headers_is_frame_unexpected(self):
