@@ -283,9 +283,11 @@ int Http3Session::on_end_headers(nghttp3_conn*, int64_t, int fin, void* ud, void
   Http3Exchange* st = exchange_of(sud);
   if (!st)
     return 0;
-  self(ud)->dispatch(*st);
+  // The handler may ask whether a body follows: headers that end the stream have none. The
+  // listener hears of the end from on_end_stream, which nghttp3 calls next, and only there.
   if (fin)
-    self(ud)->request_ended(*st);
+    st->request_ended_ = true;
+  self(ud)->dispatch(*st);
   return 0;
 }
 

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
+from fake_origins import Http1Origin
 from harness import Backend
 from proxy_harness import Proxy, make_certificate
 import h3_frames as h3
@@ -196,6 +197,24 @@ class ConnectionCap(unittest.TestCase):
             holder.wait(timeout=30)
             holder.stdout.close()
         self.assertEqual(self.proxy.metric("portico_quic_refused_total") - before, 1)
+
+
+class EndOfRequest(unittest.TestCase):
+    """A request whose HEADERS frame ends its stream: nghttp3 tells both that its headers ended
+    with the stream and that the stream ended; the upstream must hear of the end once."""
+
+    def test_a_bodiless_request_ends_once_upstream(self):
+        origin = Http1Origin()
+        self.addCleanup(origin.stop)
+        proxy = Proxy([origin.endpoint], tls=True, workers=1,
+                      tls_listener_options={"quic": "true"})
+        self.addCleanup(proxy.stop)
+        for _ in range(3):
+            r = h3.raw(proxy.tls_port, ("bidi", request(path="/x")))
+            self.assertEqual(r.status(0), 200, r.text)
+        self.assertEqual([a[:2] for a in origin.applied], [("GET", "/x")] * 3)
+        # No stray bytes after a request broke the pooled connection: all three went on one.
+        self.assertEqual(origin.connections, 1)
 
 
 class AmplificationLimit(unittest.TestCase):
