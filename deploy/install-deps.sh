@@ -10,7 +10,7 @@ PACKAGES="
   build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
   libnghttp2-dev libev-dev libssl-dev libc-ares-dev prometheus-cpp-dev libtomlplusplus-dev
   node-llhttp libgtest-dev libgmock-dev
-  nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman
+  nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman caddy
   libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
@@ -27,11 +27,12 @@ missing=
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
-# nginx, h2o, haproxy, memcached, varnish and prometheus are test and bench peers, started by the tests
-# themselves on ports they pick: they must not run as services of this machine (holding port 80,
+# nginx, h2o, haproxy, memcached, varnish, caddy and prometheus are test and bench peers, started by the
+# tests themselves on ports they pick: they must not run as services of this machine (holding port 80,
 # 11211, 6379, 9090 and memory for nothing). While installing, a policy-rc.d forbids every service
 # start (Debian's invoke-rc.d asks it); one put there by someone else is left alone.
-SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter varnish varnishncsa redis-server"
+SERVICES="nginx h2o haproxy memcached prometheus prometheus-node-exporter varnish varnishncsa redis-server
+  caddy caddy-api"
 POLICY=/usr/sbin/policy-rc.d
 if [ -n "$missing" ]; then
   $SUDO apt-get update -q

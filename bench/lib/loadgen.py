@@ -1,6 +1,7 @@
 """The load generators, each run bounded in time: wrk (HTTP/1.1 keep-alive), h2load (h2c, h2
-over TLS, a fixed request rate), bench/lib/tls_conns.py (full and resumed TLS handshakes, one
-connection after the other) and bench/lib/idle_h2.py (idle h2c connections held open).
+over TLS, a fixed request rate), portico-h3load (HTTP/3; bench/h3load, since Debian 12's h2load
+is built without it), bench/lib/tls_conns.py (full and resumed TLS handshakes, one connection
+after the other) and bench/lib/idle_h2.py (idle h2c connections held open).
 
 A run returns what the client saw: requests completed, requests/s, p50/p99 latency, errors,
 and the client's own CPU time (from wait4), which tells whether the client was the bottleneck.
@@ -205,6 +206,84 @@ def run_h2load(url, load, cpu, workdir, tag, latency=True):
         os.unlink(log_path)  # can be tens of MB
     r.client_cpu_s, r.wall_s = cpu_s, wall
     return r
+
+
+H3_AUTHORITY_HOST = "localhost"  # Caddy's site is `https://localhost:PORT`: a host matcher
+H3_TIMEOUT_S = 10  # portico-h3load --timeout: handshake, stall, and grace after -D
+
+
+def parse_h3load(text):
+    """portico-h3load's h2load-like lines: requests/s of 2xx responses, errors, latency."""
+    r = ClientResult(output=text)
+    m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", text)
+    m2 = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                   r"(\d+) failed, (\d+) errored", text)
+    if not m or not m2:
+        raise BenchError(f"cannot read portico-h3load's output:\n{text}")
+    r.seconds = float(m.group(1))
+    r.requests = int(m2.group(4))  # 2xx only; its req/s counts the same
+    r.extra["done"] = int(m2.group(3))  # responses of any status, and reset streams
+    r.rps = r.requests / r.seconds if r.seconds else 0.0
+    # "failed" = done - succeeded: non-2xx responses and reset streams ("errored") alike.
+    r.error_detail.update(failed=int(m2.group(5)), errored=int(m2.group(6)))
+    m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
+    if m:
+        r.error_detail["4xx/5xx"] = int(m.group(3)) + int(m.group(4))
+    m = re.search(r"connections: (\d+) handshakes, (\d+) failed(?:, the first: (.*))?", text)
+    if m:
+        r.error_detail["connections failed"] = int(m.group(2))
+        r.extra["handshakes"] = int(m.group(1))
+        if m.group(3):
+            r.extra["first_failure"] = m.group(3).strip()
+    r.errors = r.error_detail["failed"] + r.error_detail.get("connections failed", 0)
+    m = re.search(r"traffic: (\d+) bytes of response bodies", text)
+    if m:
+        r.extra["bytes_data"] = int(m.group(1))
+        r.extra["mb_s"] = int(m.group(1)) / 1e6 / r.seconds if r.seconds else None
+    m = re.search(r"latency: p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms", text)
+    if m and r.requests:
+        r.p50_ms, r.p99_ms = float(m.group(1)), float(m.group(2))
+        r.extra["max_ms"] = float(m.group(3))
+    return r
+
+
+def _h3load_argv(binary, port, path, shape, timeout_s=H3_TIMEOUT_S):
+    """portico-h3load's command line; shape: -n/-c/-m/-D, each option and value apart (it
+    does not take `-c100`)."""
+    return [binary, *shape, "--path", path, "--authority", f"{H3_AUTHORITY_HOST}:{port}",
+            "--timeout", f"{timeout_s:g}", f"127.0.0.1:{port}"]
+
+
+def run_h3load(binary, port, path, load, cpu, workdir, tag):
+    """portico-h3load (one thread): load.connections QUIC connections, load.streams requests in
+    flight on each, for load.seconds (-D) or load.requests (-n). Requests in flight when the
+    time is up get H3_TIMEOUT_S more; a run without a response for that long fails."""
+    shape = ["-c", str(load.connections), "-m", str(load.streams)]
+    if load.requests:
+        shape += ["-n", str(load.requests)]
+        limit = 120
+    else:
+        shape += ["-D", f"{load.seconds:g}"]
+        limit = load.seconds + H3_TIMEOUT_S + 30
+    text, cpu_s, wall = _run_bounded(_h3load_argv(binary, port, path, shape), cpu, limit,
+                                     os.path.join(workdir, f"{tag}.h3load.txt"))
+    r = parse_h3load(text)
+    r.client_cpu_s, r.wall_s = cpu_s, wall
+    return r
+
+
+def h3_get(binary, port, path, workdir, timeout_s):
+    """One HTTP/3 GET (portico-h3load -n 1), its handshake given timeout_s: (ClientResult,
+    output), or (None, output) when no response came (a server whose UDP socket is not bound
+    yet answers nothing)."""
+    out = os.path.join(workdir, "h3-check.txt")
+    try:
+        text, _, _ = _run_bounded(_h3load_argv(binary, port, path, ["-n", "1"], timeout_s),
+                                  None, timeout_s + 10, out)
+    except BenchError as e:  # exit 1: no answer within timeout_s ("stalled")
+        return None, str(e)
+    r = parse_h3load(text)
+    return (r if r.extra["done"] else None), text
 
 
 def run_h2load_new_connections(url, connections, rate, cpu, workdir, tag):

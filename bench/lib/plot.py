@@ -20,7 +20,7 @@ ROUNDS_HEADING = "## Every round"
 COLOURS = {"portico": "#d62728", "portico-nometrics": "#ff9896", "portico-polled": "#ff7f0e",
            "portico-backend": "#d62728",
            "nginx": "#2ca02c", "haproxy": "#1f77b4", "h2o": "#9467bd", "nghttpx": "#17becf",
-           "starman": "#8c564b"}
+           "starman": "#8c564b", "caddy": "#e377c2"}
 TITLE = ("{suite} suite: server CPU µs per request (median over the rounds; per connection for "
          "TLS and idle; lower is better)")
 OTHER_COLOURS = ("#7f7f7f", "#bcbd22", "#e377c2", "#393b79", "#637939", "#ff7f0e")

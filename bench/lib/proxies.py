@@ -41,10 +41,12 @@ class Origin:
         if self.path:
             return dict(origin_nginx=f"unix:{self.path}", origin_haproxy=self.path,
                         origin_h2o=f"http://[unix:{self.path}]/",
-                        origin_nghttpx=f"unix:{self.path}", origin_portico=f"unix:{self.path}")
+                        origin_nghttpx=f"unix:{self.path}", origin_portico=f"unix:{self.path}",
+                        origin_caddy=f"unix/{self.path}")
         hp = f"{self.host}:{self.port}"
         return dict(origin_nginx=hp, origin_haproxy=hp, origin_h2o=f"http://{hp}/",
-                    origin_nghttpx=f"{self.host},{self.port}", origin_portico=hp)
+                    origin_nghttpx=f"{self.host},{self.port}", origin_portico=hp,
+                    origin_caddy=hp)
 
 
 def fd_limit():
@@ -240,15 +242,19 @@ class PorticoProxy(ProxySpec):
 
     upstream "h2c" is the cluster's `protocol = "h2c"`. base names a variant (portico-nometrics);
     extra_toml is appended to the config (the nometrics variant adds a [metrics] table); such a
-    variant reads n/a while `portico -t` rejects what it adds.
+    variant reads n/a while `portico -t` rejects what it adds. quic: `quic = true` on the TLS
+    listener, so the h3 suite's client reaches it over HTTP/3 on that port (UDP).
     """
 
     base = "portico"
     upstreams = ("h1", "h2c")
 
     def __init__(self, binary, workers=1, upstream="h1", base=None, extra_toml="",
-                 only_workloads=None, poll_admin=False):
+                 only_workloads=None, poll_admin=False, quic=False):
         super().__init__(workers, upstream, base)
+        self.quic = quic
+        if quic:
+            self.protocols = ProxySpec.protocols + ("h3",)
         # The portico-polled variant: /metrics and /stats.json fetched every second while the
         # client runs (runner.Window), as a dashboard and a Prometheus would.
         self.poll_admin = poll_admin
@@ -294,18 +300,58 @@ class PorticoProxy(ProxySpec):
                 if self.only_workloads else "")
         if self.poll_admin:
             extra += "; /metrics and /stats.json fetched every second during the run"
+        tls = ("TLS (h2) and `quic = true` (HTTP/3 over UDP) on a second" if self.quic else
+               "TLS (h2) on a second")
         return (f"peers/portico-proxy.toml: workers = {self.workers} (threads), "
                 f"{UPSTREAMS[self.upstream]} upstream, idle origin connections kept 60 s; h1 and "
-                f"h2c on one port, TLS (h2) on a second{extra}{only}")
+                f"h2c on one port, {tls}{extra}{only}")
 
     def start(self, workdir, cpu, workload=None):
         port, tls_port, admin_port = free_port(), free_port(), free_port()
         conf = render("portico-proxy.toml", workdir,
                       **self._values(workdir, port=port, tls_port=tls_port,
                                      admin_port=admin_port, extra=self.extra_toml,
-                                     cluster_extra=self.cluster_toml))
-        return RunningServer(self, [self.binary, "-c", conf], workdir,
-                             {"h1": port, "h2c": port, "tls": tls_port, "admin": admin_port}, cpu)
+                                     cluster_extra=self.cluster_toml,
+                                     tls_extra="quic = true" if self.quic else ""))
+        ports = {"h1": port, "h2c": port, "tls": tls_port, "admin": admin_port}
+        if self.quic:
+            ports["h3"] = tls_port  # the same port number, over UDP
+        return RunningServer(self, [self.binary, "-c", conf], workdir, ports, cpu)
+
+
+class Caddy(ProxySpec):
+    """Caddy 2.6 (Debian's), the h3 suite's peer: its HTTPS site serves HTTP/3 (QUIC) on the
+    TLS port, over UDP, and reverse-proxies to the origin over HTTP/1.1 (its default transport).
+
+    Go runs as many threads of Go code at once as GOMAXPROCS says (default: every CPU):
+    GOMAXPROCS = workers makes it the same count as Portico's `workers`, like with like (and
+    taskset pins it to the server CPU as every server).
+    """
+
+    base = "caddy"
+    programs = ("caddy",)
+    protocols = ("h3",)  # its TCP side answers only `Host: localhost`: no h1/h2c/tls rows
+    apps = ("hello", "bytes")
+
+    def version(self):
+        return "Caddy " + first_line(["caddy", "version"])
+
+    def describe(self):
+        return (f"peers/caddy.Caddyfile: GOMAXPROCS={self.workers} (Portico's workers), "
+                "`admin off`, `protocols h1 h2 h3`, `reverse_proxy` to the origin over "
+                "HTTP/1.1 with `keepalive 60s`, `keepalive_idle_conns(_per_host) 2048`; TLS "
+                "and HTTP/3 on one port (TCP and UDP), bound to 127.0.0.1, site "
+                "`https://localhost:PORT`")
+
+    def start(self, workdir, cpu, workload=None):
+        tls_port = free_port()
+        conf = render("caddy.Caddyfile", workdir, **self._values(workdir, tls_port=tls_port))
+        env = {"GOMAXPROCS": str(self.workers), "HOME": workdir,
+               "XDG_DATA_HOME": os.path.join(workdir, "data"),
+               "XDG_CONFIG_HOME": os.path.join(workdir, "config")}
+        argv = ["caddy", "run", "--config", conf, "--adapter", "caddyfile"]
+        return RunningServer(self, argv, workdir, {"tls": tls_port, "h3": tls_port}, cpu,
+                             env=env)
 
 
 class RelayFloor(ProxySpec):

@@ -2,10 +2,10 @@
 
 Each workload kind has its own table (TABLES): throughput (req/s, CPU µs/req, p50/p99), bytes
 (MB/s, CPU µs/MB), rate (p50/p99/p99.9 at a fixed rate), tls-new and tls-conns (conn/s, CPU
-µs/conn), idle (KiB of RSS per idle connection). Where the servers are proxies, a column says
-which protocol each one speaks to its origin, and the ratio columns divide by the reference or,
-in the proxy suite, by the best peer speaking the same upstream protocol. The target lines are
-lib/targets.py's; the plot lib/plot.py's.
+µs/conn), idle (KiB of RSS per idle connection), h3 (req/s, MB/s, CPU µs/req, p99, RSS). Where
+the servers are proxies, a column says which protocol each one speaks to its origin, and the
+ratio columns divide by the reference or, in the proxy suite, by the best peer speaking the
+same upstream protocol. The target lines are lib/targets.py's; the plot lib/plot.py's.
 """
 import statistics
 
@@ -120,6 +120,13 @@ TABLES = {
         ("KiB/conn", _num("kib_per_conn", 1)), ("CPU µs/conn (setup)", _num("cpu_us")),
         ("setup s", _num("setup_s", 2)), ("errors", _errors_cell),
         ("KiB/conn ÷ {ref}", _ratio_cell("kib_per_conn"))],
+    # HTTP/3 (portico-h3load): small responses and 1 MiB ones alike, so MB/s beside req/s.
+    "h3": [
+        ("req/s", _num("rps", thousands=True)), ("MB/s", _num("mb_s", 1)),
+        ("CPU µs/req", _num("cpu_us")), ("p50 ms", _num("p50", 2)), ("p99 ms", _num("p99", 2)),
+        ("peak RSS MiB", _num("rss_mib")), ("errors", _errors_cell), CPU_COLUMN,
+        ("req/s ÷ {ref}", _ratio_cell("rps")), ("CPU/req ÷ {ref}", _ratio_cell("cpu_us")),
+        ("p99 ÷ {ref}", _ratio_cell("p99")), ("RSS ÷ {ref}", _ratio_cell("rss_mib"))],
 }
 
 # Figures where higher is better (for "best peer"); every other ratio figure: lower is better.
@@ -129,7 +136,8 @@ RATIO_KEYS = ("rps", "cpu_us", "mb_s", "cpu_us_per_mb", "p99", "kib_per_conn")
 # The figure that says "better" for each kind (lower is better), for the target lines.
 PRIMARY = {"throughput": ("cpu_us", "CPU/req"), "bytes": ("cpu_us_per_mb", "CPU/MB"),
            "rate": ("p99", "p99"), "tls-new": ("cpu_us", "CPU/conn"),
-           "tls-conns": ("cpu_us", "CPU/conn"), "idle": ("kib_per_conn", "KiB/conn")}
+           "tls-conns": ("cpu_us", "CPU/conn"), "idle": ("kib_per_conn", "KiB/conn"),
+           "h3": ("cpu_us", "CPU/req")}
 
 
 def _crash_note(failures, server, workload):
@@ -244,6 +252,8 @@ def describe(m, kind):
         line += f", {m.extra.get('mb_s') or 0:,.0f} MB/s, {m.extra.get('cpu_us_per_mb') or 0:.0f} us CPU/MB"
     if kind == "rate":
         line += f", p99 {c.p99_ms or 0:.2f} ms, p99.9 {c.p999_ms or 0:.2f} ms"
+    if kind == "h3":
+        line += f", {m.extra.get('mb_s') or 0:,.1f} MB/s, p99 {c.p99_ms or 0:.2f} ms"
     return line
 
 
@@ -301,6 +311,8 @@ def _round_note(m, kind):
         return f"connect {_fmt(e.get('connect_ms'), 2)} ms, {e.get('tls_protocol', '?')}"
     if kind == "tls-conns":
         return f"resumed {_fmt(e.get('resumed_pct'), 0)}%"
+    if kind == "h3":
+        return f"{_fmt(e.get('mb_s'))} MB/s, max {_fmt(e.get('max_ms'), 1)} ms"
     if kind == "idle":
         return (f"{_fmt(e.get('kib_per_conn'))} KiB/conn ({_fmt(e.get('rss_before_mib'))} → "
                 f"{_fmt(e.get('rss_after_mib'))} MiB), still open {e.get('still_open')}")

@@ -278,8 +278,45 @@ def drive_idle(spec, server, workload, cfg, workdir, tag):
                          still_open=still_open, setup_s=setup_s)
 
 
+def check_h3(server, workload, workdir, timeout=30):
+    """The check request of an h3 workload, over HTTP/3 on the server's UDP port: a 2xx and
+    the body's length (portico-h3load prints no body). It is also the wait for that port, which
+    cannot be probed by connecting: GET until it answers, each handshake given twice the last
+    one's time (from 0.25 s, so a slow first handshake is not cut short), within timeout."""
+    port, binary = server.ports["h3"], workload.client_binary
+    want = workload.expect_len if workload.expect_len is not None else len(workload.expect_body)
+    deadline = time.monotonic() + timeout
+    handshake = 0.25
+    while True:
+        if server.exited():
+            raise BenchError(server.exited())
+        r, text = loadgen.h3_get(binary, port, workload.path, workdir, handshake)
+        if r is not None:
+            if r.requests == 1 and r.extra.get("bytes_data") == want:
+                return
+            raise BenchError(f"{server.name}: HTTP/3 GET {workload.path} on UDP port {port} "
+                             f"did not give a 2xx of {want} bytes:\n{text}\n{server.log_tail()}")
+        if time.monotonic() + handshake > deadline:
+            raise BenchError(f"{server.name}: no HTTP/3 answer on UDP port {port} after "
+                             f"{timeout} s:\n{text[-1000:]}\n{server.log_tail()}")
+        handshake = min(2 * handshake, 4.0)
+
+
+def drive_h3(spec, server, workload, cfg, workdir, tag):
+    """h3: portico-h3load over QUIC on the server's UDP port, timed (-D) or counted (-n)."""
+    port, binary = server.ports["h3"], workload.client_binary
+    if cfg.warmup_s > 0:
+        loadgen.run_h3load(binary, port, workload.path, cfg.load(workload, seconds=cfg.warmup_s),
+                           cfg.cpus.client, workdir, f"{tag}-warmup")
+    with Window(server) as w:
+        result = loadgen.run_h3load(binary, port, workload.path, cfg.load(workload),
+                                    cfg.cpus.client, workdir, tag)
+    return w.measurement(spec, workload, result)
+
+
 DRIVERS = {"throughput": drive_load, "bytes": drive_load, "rate": drive_load,
-           "tls-new": drive_tls_new, "tls-conns": drive_tls_conns, "idle": drive_idle}
+           "tls-new": drive_tls_new, "tls-conns": drive_tls_conns, "idle": drive_idle,
+           "h3": drive_h3}
 
 
 def _slug(name):
@@ -301,8 +338,11 @@ def measure_one(spec, workload, cfg, tag):
         server = spec.start(workdir, cfg.cpus.server, workload)
     try:
         server.wait_ready(timeout=30)
-        server.check(workload.check_path, workload.expect_body if workload.protocol != "tls"
-                     else b"hello world\n", workload.expect_re, workload.expect_len)
+        if workload.protocol == "h3":
+            check_h3(server, workload, workdir)
+        else:
+            server.check(workload.check_path, workload.expect_body if workload.protocol != "tls"
+                         else b"hello world\n", workload.expect_re, workload.expect_len)
         try:
             return DRIVERS[workload.kind](spec, server, workload, cfg, workdir, tag)
         except BenchError as e:

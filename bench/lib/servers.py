@@ -175,10 +175,14 @@ def first_line(argv):
     return "unknown"
 
 
+UDP_PORTS = ("h3",)  # RunningServer.ports keys that are UDP ports (HTTP/3 over QUIC)
+
+
 class RunningServer:
     """One started server: its master PID, its endpoints, and how to stop it.
 
-    ports: protocol ("h1", "h2c", "tls") -> TCP port on 127.0.0.1 (int) or unix socket path.
+    ports: protocol ("h1", "h2c", "tls") -> TCP port on 127.0.0.1 (int) or unix socket path;
+    "h3" -> a UDP port on 127.0.0.1.
     """
 
     def __init__(self, spec, argv, workdir, ports, cpu, env=None):
@@ -235,12 +239,15 @@ class RunningServer:
             return ""
 
     def wait_ready(self, timeout):
-        """Waits for every endpoint to accept and for the expected number of worker processes."""
+        """Waits for every endpoint to accept and for the expected number of worker processes.
+
+        UDP endpoints (UDP_PORTS) cannot be probed by connecting: the h3 workloads' check
+        request waits for them (runner.check_h3)."""
         deadline = time.monotonic() + timeout
         while True:
             if self.exited():
                 raise BenchError(self.exited())
-            ports_up = all(endpoint_open(p) for p in self.ports.values())
+            ports_up = all(endpoint_open(p) for k, p in self.ports.items() if k not in UDP_PORTS)
             workers = len(procstat.tree(self.pid)) - 1
             if ports_up and workers >= self.spec.expected_children:
                 return

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import proxies, runner, servers, stacks, targets
-from .h2o_files import H2oFiles, check_h2c
+from .h2o_files import MIB, MIB_PATH, H2oFiles, check_h2c
 from .proxies import Origin
 from .servers import HELLO, STATIC_BODY, STATIC_PATH
 
@@ -26,13 +26,15 @@ CLIENT_PROGRAMS = {"wrk": ("wrk",), "h2load": ("h2load",), "tls": (sys.executabl
 class Workload:
     key: str  # short name used on the command line (--workloads)
     title: str  # heading in the report
-    protocol: str  # "h1" (HTTP/1.1), "h2c" (prior knowledge) or "tls" (h2/HTTP/1.1 over TLS)
+    protocol: str  # "h1" (HTTP/1.1), "h2c" (prior knowledge), "tls" (h2/HTTP/1.1 over TLS) or
+    #                "h3" (HTTP/3 over QUIC, the server's UDP port)
     app: str  # which app the server must have: "hello", "counter-shm", "counter-mc", "bytes",
     #           "static" (the 25-byte file)
     path: str
-    client: str  # "wrk", "h2load", "tls" (lib/tls_conns.py) or "idle" (lib/idle_h2.py)
-    kind: str = "throughput"  # throughput | bytes | rate | tls-new | tls-conns | idle: how it
-    #                           is driven and which table it gets (report.TABLES)
+    client: str  # "wrk", "h2load", "tls" (lib/tls_conns.py), "idle" (lib/idle_h2.py) or
+    #              "h3load" (portico-h3load, client_binary)
+    kind: str = "throughput"  # throughput | bytes | rate | tls-new | tls-conns | idle | h3: how
+    #                           it is driven and which table it gets (report.TABLES)
     expect_body: bytes | None = None  # checked with one GET before the run
     expect_re: bytes | None = None  # ... or a regular expression the whole body matches
     expect_len: int | None = None  # ... or the body's length
@@ -46,13 +48,16 @@ class Workload:
     rsa: bool = False  # tls: the servers get the RSA-2048 certificate instead of ECDSA P-256
     tls12: bool = False  # tls-conns: the client offers TLS 1.2 at most
     body_bytes: int | None = None  # response size of the bytes workloads
+    # A client built with Portico (portico-h3load): its path in the run's copy of the build
+    # tree, so that a missing one stops the run by name like a missing wrk.
+    client_binary: str | None = None
 
     @property
     def check_path(self):
-        return self.path if self.protocol in ("h1", "h2c") else "/"
+        return self.path if self.protocol in ("h1", "h2c", "h3") else "/"
 
     def programs(self):
-        return CLIENT_PROGRAMS[self.client]
+        return (self.client_binary,) if self.client_binary else CLIENT_PROGRAMS[self.client]
 
 
 COUNTER_RE = rb'\{"counter":[0-9]+\}'
@@ -453,8 +458,64 @@ def cache_suite(opts):
     )
 
 
+def _h3load_binary(opts):
+    return os.path.join(opts.build_dir, "bench", "h3load", "portico-h3load")
+
+
+def h3_workloads(opts):
+    """Small GETs and a 1 MiB download over HTTP/3, portico-h3load the client of both (Debian
+    12's h2load has no HTTP/3)."""
+    h3load = _h3load_binary(opts)
+    return [
+        Workload("h3-small", f"HTTP/3, GET / (hello, {len(HELLO)} bytes) -c100 -m10", "h3",
+                 "hello", "/", "h3load", kind="h3", expect_body=HELLO, connections=100,
+                 streams=10, duration=8, client_binary=h3load),
+        Workload("h3-1mib", f"HTTP/3, GET {MIB_PATH} (1 MiB responses) -c10 -m1", "h3", "bytes",
+                 MIB_PATH, "h3load", kind="h3", expect_len=MIB, connections=10, streams=1,
+                 duration=5, body_bytes=MIB, client_binary=h3load),
+    ]
+
+
+def h3_suite(opts):
+    binary = _portico_binary(opts)
+    caddy = proxies.Caddy(opts.workers)
+    return Suite(
+        name="h3",
+        description=("HTTP/3 (QUIC) from the client, HTTP/1.1 keep-alive to one origin, h2o 2.2 "
+                     "serving files (1 worker, on a unix socket, on the client's CPU, not "
+                     "measured): Portico's QUIC listener against Caddy 2.6's; only the proxy "
+                     "is measured"),
+        servers=[proxies.PorticoProxy(binary, opts.workers, quic=True), caddy],
+        workloads=h3_workloads(opts),
+        subject="portico (h1)",
+        reference=caddy.name,
+        targets=targets.h3_targets,
+        origin=H2oFiles(opts.workers, listen="unix", name="h2o (origin)", mib_file=True),
+        tls=True,
+        notes=["Like with like: both proxies serve HTTP/3 on their TLS listener's port (UDP) "
+               "with the same certificate (the suite's self-signed ECDSA P-256 one), and speak "
+               "HTTP/1.1 keep-alive to the same origin over its unix socket (Portico's h1 "
+               "cluster; Caddy's `reverse_proxy` default transport), idle origin connections "
+               "kept 60 s, up to 2048 (Caddy's default is 32 per host). The same workers: "
+               f"Portico `workers = {opts.workers}`, Caddy `GOMAXPROCS={opts.workers}` (Go runs "
+               "that many threads of Go code at once; its default is every CPU); both pinned "
+               "to the server CPU.",
+               "The origin is the proxy suite's default one: h2o 2.2 (peers/h2o-files.conf), "
+               f"/ = the 12-byte hello.txt, {MIB_PATH} a file of {MIB} bytes.",
+               "The client is portico-h3load (bench/h3load: ngtcp2 and nghttp3 on GnuTLS, one "
+               "thread, no certificate check, SNI localhost, `:authority localhost:PORT` since "
+               "Caddy's site `https://localhost:PORT` matches the host), copied from the build "
+               "tree at the start of the run. req/s counts 2xx responses; p50/p99 are over "
+               "every response's time; errors are non-2xx responses, reset streams and "
+               "connections that failed. Each measurement starts the proxy fresh, so its QUIC "
+               "handshakes (100 or 10) are in the window, for both alike.",
+               "Before each measurement one HTTP/3 GET (a 2xx and the body's length) is also "
+               "the wait for the UDP port, which cannot be probed by connecting."],
+    )
+
+
 SUITES = {"backend": backend_suite, "proxy": proxy_suite, "stack": stack_suite,
-          "cache": cache_suite}
+          "cache": cache_suite, "h3": h3_suite}
 ALL = ("backend", "proxy", "stack")  # --suite all runs these, in this order
 
 

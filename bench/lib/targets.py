@@ -247,3 +247,25 @@ def cache_targets(suite, measurements):
                 continue
             out.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds, limit, higher))
     return out
+
+
+def h3_targets(suite, measurements):
+    """Portico's QUIC listener against Caddy's (the reference), per workload: the ratios of the
+    medians and each round's own, which say whether the medians can be trusted. No target yet:
+    the figures come first."""
+    ref = suite.reference
+    out = [f"{suite.subject} against {ref}: HTTP/3 from the client, HTTP/1.1 to the same origin "
+           "(no target; per round: that round's two measurements, minutes apart).", ""]
+    for w in suite.workloads:
+        a, b = summarize(measurements, suite.subject, w.key), summarize(measurements, ref, w.key)
+        if not a or not b:
+            out.append(f"- {w.key}: – (not measured on both)")
+            continue
+        parts = []
+        for key, label in (("rps", "req/s"), ("cpu_us", "CPU/req"), ("p99", "p99"),
+                           ("rss_mib", "peak RSS")):
+            rounds = _paired_ratios(measurements, suite.subject, ref, w.key, key)
+            parts.append(f"{label} {_fmt(_ratio(a.get(key), b.get(key)), 2)}× "
+                         f"(per round {_rounds(rounds)})")
+        out.append(f"- {w.key}: " + "; ".join(parts))
+    return out
