@@ -2,6 +2,7 @@
 
 #include "core/error_log.h"
 #include "core/http_date.h"
+#include "http/framed_field.h"
 #include "http/http1_strict_scanner.h"
 #include "http/response_head.h"
 #include "quic/quic_connection.h"
@@ -256,26 +257,7 @@ int Http3Session::on_header(nghttp3_conn*, int64_t, int32_t, nghttp3_rcbuf* name
   }
   auto& r = st->mutable_request();
   auto& a = st->arena();
-  if (!n.empty() && n[0] == ':') {
-    if (n == ":method")
-      r.method = a.copy(v);
-    else if (n == ":path")
-      r.target = a.copy(v);
-    else if (n == ":authority")
-      r.authority = a.copy(v);
-    else if (n == ":scheme")
-      r.scheme = a.copy(v);
-    else if (n == ":protocol")
-      r.protocol = a.copy(v);
-    return 0;
-  }
-  if (n == "content-length") {
-    int64_t len = 0;
-    auto res = std::from_chars(v.data(), v.data() + v.size(), len);
-    if (res.ec == std::errc() && res.ptr == v.data() + v.size())
-      r.content_length = len;
-  }
-  r.headers.push_back({a.copy(n), a.copy(v)});
+  http::add_framed_field(r, a, n, v);
   return 0;
 }
 

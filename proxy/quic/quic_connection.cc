@@ -1,10 +1,10 @@
 #include "quic/quic_connection.h"
 
 #include "core/error_log.h"
+#include "core/proxy_protocol.h"
 #include "quic/quic_endpoint.h"
 #include "quic/quic_tls_context.h"
 
-#include <arpa/inet.h>
 #include <cstring>
 #include <ctime>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -23,15 +23,6 @@ ngtcp2_tstamp now_ns() {
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<ngtcp2_tstamp>(ts.tv_sec) * NGTCP2_SECONDS +
          static_cast<ngtcp2_tstamp>(ts.tv_nsec);
-}
-
-std::string address_text(const sockaddr_storage& ss) {
-  char buf[INET6_ADDRSTRLEN] = "unknown";
-  if (ss.ss_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
-  else if (ss.ss_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
-  return buf;
 }
 
 const ngtcp2_callbacks& callbacks() {
@@ -61,7 +52,8 @@ ngtcp2_path PacketPath::path() const {
 }
 
 QuicConnection::QuicConnection(QuicEndpoint& ep, const PacketPath& path)
-    : ep_(ep), path_(path), peer_text_(address_text(path.remote)), tls_ctx_(ep.tls()) {
+    : ep_(ep), path_(path), peer_text_(core::proxy_protocol::address_text(path.remote)),
+      tls_ctx_(ep.tls()) {
   ev_init(&timer_, timer_cb);
   timer_.data = this;
 }

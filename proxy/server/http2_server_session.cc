@@ -2,6 +2,7 @@
 
 #include "core/http_date.h"
 #include "core/small_allocator.h"
+#include "http/framed_field.h"
 #include "http/http1_strict_scanner.h"
 #include "http/nghttp2_check.h"
 #include "http/nghttp2_nv.h"
@@ -393,26 +394,7 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
   auto& r = st->request_;
   auto& a = st->arena_;
-  if (!n.empty() && n[0] == ':') {
-    if (n == ":method")
-      r.method = a.copy(v);
-    else if (n == ":path")
-      r.target = a.copy(v);
-    else if (n == ":authority")
-      r.authority = a.copy(v);
-    else if (n == ":scheme")
-      r.scheme = a.copy(v);
-    else if (n == ":protocol")
-      r.protocol = a.copy(v);
-    return 0;
-  }
-  if (n == "content-length") {
-    int64_t len = 0;
-    auto res = std::from_chars(v.data(), v.data() + v.size(), len);
-    if (res.ec == std::errc() && res.ptr == v.data() + v.size())
-      r.content_length = len;
-  }
-  r.headers.push_back({a.copy(n), a.copy(v)});
+  http::add_framed_field(r, a, n, v);
   return 0;
 }
 
