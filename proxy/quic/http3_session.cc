@@ -3,9 +3,9 @@
 #include "core/error_log.h"
 #include "core/http_date.h"
 #include "http/framed_field.h"
-#include "http/http1_strict_scanner.h"
 #include "http/response_head.h"
 #include "quic/quic_connection.h"
+#include "server/framed_request_limits.h"
 #include "server/server_context.h"
 
 #include <charconv>
@@ -205,19 +205,8 @@ void Http3Session::dispatch(Http3Exchange& st) {
     return;
   }
   st.dispatched_ = true;
-  if (!r.target.empty() && !http::is_valid_request_target(r.target)) {
-    st.respond(400, "text/plain", "Bad Request\n");
+  if (server::refuse_framed_request(st, r, ctx_.limits().parser))
     return;
-  }
-  const auto& lim = ctx_.limits().parser;
-  if (r.target.size() > lim.max_uri_bytes) {
-    st.respond(414, "text/plain", "URI Too Long\n");
-    return;
-  }
-  if (lim.max_body_bytes >= 0 && r.content_length > lim.max_body_bytes) {
-    st.respond(413, "text/plain", "Content Too Large\n");
-    return;
-  }
   st.handler_ = &ctx_.handler();
   ctx_.handler().on_request(st);
 }

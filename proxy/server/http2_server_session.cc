@@ -3,10 +3,10 @@
 #include "core/http_date.h"
 #include "core/small_allocator.h"
 #include "http/framed_field.h"
-#include "http/http1_strict_scanner.h"
 #include "http/nghttp2_check.h"
 #include "http/nghttp2_nv.h"
 #include "server/client_connection.h"
+#include "server/framed_request_limits.h"
 #include "server/http2_exchange.h"
 #include "server/server_context.h"
 
@@ -311,22 +311,9 @@ void Http2ServerSession::dispatch(Http2Exchange& st) {
     return;
   }
   st.set_phase(Http2Exchange::Phase::DISPATCHED);
-  // What an HTTP/1 request line may not carry (a fragment, raw UTF-8, controls) is refused
-  // here too: the upstream must not read a different path than the router did.
-  if (!r.target.empty() && !http::is_valid_request_target(r.target)) {
-    st.respond(400, "text/plain", "Bad Request\n");
-    return;
-  }
   // The limits HTTP/1 has, with the same answers.
-  const auto& lim = ctx.limits().parser;
-  if (r.target.size() > lim.max_uri_bytes) {
-    st.respond(414, "text/plain", "URI Too Long\n");
+  if (refuse_framed_request(st, r, ctx.limits().parser))
     return;
-  }
-  if (lim.max_body_bytes >= 0 && r.content_length > lim.max_body_bytes) {
-    st.respond(413, "text/plain", "Content Too Large\n");
-    return;
-  }
   st.handler_ = &ctx.handler();
   ctx.handler().on_request(st);
 }
