@@ -37,6 +37,8 @@ Frame level (one connection; writes after the handshake, prints what came back):
   --raw-bidi-open HEX  the same without FIN
   --raw-uni HEX        a unidirectional stream carrying these bytes, left open
   --raw-uni-fin HEX    the same, then FIN
+  --migrate            once the streams before it are answered, move to a new local port
+                       (connection migration); the streams after it go from there
   --params             print the server's transport parameters and end
   --await-close        wait for the server to close the connection, not for the streams
   --hold               print "ready" after the handshake and hold the connection until
@@ -360,6 +362,8 @@ private:
         std::printf(" stop_sending 0x%llx", static_cast<unsigned long long>(s.stop_code));
       std::printf(" data %s\n", to_hex(s.data).c_str());
     }
+    std::printf("local port %u migrations %d\n", static_cast<unsigned>(client_->local_port()),
+                client_->migrations());
     if (o_.first_flight)
       std::printf("first flight sent %llu received %llu\n",
                   static_cast<unsigned long long>(client_->bytes_sent()),
@@ -441,6 +445,10 @@ int main(int argc, char** argv) {
       o.raw.push_back(std::move(r));
     } else if (a == "--await-close") {
       o.await_close = true;
+    } else if (a == "--migrate") {
+      h3load::RawStream r;
+      r.migrate = true;
+      o.raw.push_back(std::move(r));
     } else if (a == "--params") {
       o.params = true;
     } else if (a == "--hold") {

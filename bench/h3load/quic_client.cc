@@ -1,6 +1,8 @@
 #include "quic_client.h"
 
+#include <arpa/inet.h>
 #include <gnutls/crypto.h>
+#include <netinet/in.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 #include <cerrno>
@@ -73,15 +75,47 @@ QuicClient::~QuicClient() {
     ::close(fd_);
 }
 
-bool QuicClient::start(std::string* error) {
-  fd_ = ::socket(target_.addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd_ < 0 ||
-      ::connect(fd_, reinterpret_cast<const sockaddr*>(&target_.addr), target_.addr_len) != 0) {
+bool QuicClient::open_socket(std::string* error) {
+  int fd = ::socket(target_.addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 ||
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&target_.addr), target_.addr_len) != 0) {
     *error = std::string("udp socket: ") + std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
     return false;
   }
+  if (fd_ >= 0) {
+    ev_io_stop(loop_, &read_watcher_);
+    ::close(fd_);
+  }
+  fd_ = fd;
   local_len_ = sizeof local_;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local_), &local_len_);
+  ev_io_set(&read_watcher_, fd_, EV_READ);
+  return true;
+}
+
+uint16_t QuicClient::local_port() const {
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&local_)->sin_port);
+}
+
+bool QuicClient::migrate() {
+  std::string error;
+  if (!open_socket(&error))
+    return false;
+  ev_io_start(loop_, &read_watcher_);
+  ngtcp2_path path{{reinterpret_cast<sockaddr*>(&local_), local_len_},
+                   {reinterpret_cast<sockaddr*>(&target_.addr), target_.addr_len},
+                   nullptr};
+  if (ngtcp2_conn_initiate_immediate_migration(conn_, &path, now_ns()) != 0)
+    return false;
+  ++migrations_;
+  return true;
+}
+
+bool QuicClient::start(std::string* error) {
+  if (!open_socket(error))
+    return false;
 
   ngtcp2_callbacks cbs{};
   cbs.client_initial = ngtcp2_crypto_client_initial_cb;
@@ -156,7 +190,6 @@ bool QuicClient::start(std::string* error) {
   gnutls_session_set_ptr(tls_, &ref_);
   ngtcp2_conn_set_tls_native_handle(conn_, tls_);
 
-  ev_io_set(&read_watcher_, fd_, EV_READ);
   ev_io_start(loop_, &read_watcher_);
   write();
   return true;
@@ -203,6 +236,17 @@ void QuicClient::open_streams() {
   if (raw_) {
     while (!raw_pending_.empty()) {
       RawStream& r = raw_pending_.front();
+      if (r.migrate) {
+        for (const auto& [id, res] : raw_results_)
+          if (!res.fin && !res.reset)
+            return; // not before the streams in front of it are answered
+        if (!migrate()) {
+          fail("migration", 0);
+          return;
+        }
+        raw_pending_.erase(raw_pending_.begin());
+        continue;
+      }
       int64_t id;
       int rv = r.bidi ? ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr)
                       : ngtcp2_conn_open_uni_stream(conn_, &id, nullptr);

@@ -31,6 +31,10 @@ struct RawStream {
   bool bidi = true;
   bool fin = true;
   std::string bytes;
+  // Not a stream: once every stream before it is answered, the client moves to a new local
+  // port (a connection migration, as after a NAT rebinding), and the streams after it go
+  // from there.
+  bool migrate = false;
 };
 
 struct RequestSpec {
@@ -89,6 +93,9 @@ public:
   };
   const std::unordered_map<int64_t, RawResult>& raw_results() const { return raw_results_; }
   bool raw_streams_finished() const;
+  // The local port the connection uses now (it changes when it migrates).
+  uint16_t local_port() const;
+  int migrations() const { return migrations_; }
 
   std::function<bool()> want_request = [] { return false; };
 
@@ -106,6 +113,8 @@ private:
   };
 
   bool setup_h3();
+  bool open_socket(std::string* error);
+  bool migrate();
   void open_streams();
   void on_readable();
   void write();
@@ -161,6 +170,7 @@ private:
   ngtcp2_crypto_conn_ref ref_{};
   nghttp3_conn* h3_ = nullptr;
   bool handshake_done_ = false;
+  int migrations_ = 0;
   bool closed_ = false;
   std::string close_reason_;
   uint64_t app_error_ = 0;

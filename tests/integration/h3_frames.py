@@ -168,6 +168,7 @@ class RawResult:
         self.streams = {}
         self.params = {}
         self.close = None
+        self.local_port = self.migrations = None
         for line in text.splitlines():
             words = line.split()
             if words[:1] == ["stream"]:
@@ -175,6 +176,8 @@ class RawResult:
                 state = words[2]
                 code = int(words[3], 16) if state == "reset" else None
                 self.streams[int(words[1])] = (state, code, data)
+            elif words[:2] == ["local", "port"]:
+                self.local_port, self.migrations = int(words[2]), int(words[4])
             elif words[:1] == ["params"]:
                 self.params = {k: int(v) for k, v in zip(words[1::2], words[2::2])}
             elif words[:1] == ["close"] or words in (["timeout"], ["open"]):
@@ -190,10 +193,11 @@ class RawResult:
 
 def raw(port, *streams, await_close=False, timeout=10):
     """Opens one connection, writes streams (("bidi"|"bidi-open"|"uni"|"uni-fin", bytes)) after
-    the handshake, and returns what came back."""
+    the handshake, and returns what came back. ("migrate", b"") among them moves the client to
+    a new local port once the streams before it are answered."""
     args = [H3LOAD, "--timeout", str(timeout)]
     for kind, data in streams:
-        args += ["--raw-" + kind, data.hex()]
+        args += ["--migrate"] if kind == "migrate" else ["--raw-" + kind, data.hex()]
     if await_close:
         args.append("--await-close")
     if not streams:

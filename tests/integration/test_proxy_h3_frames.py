@@ -217,6 +217,26 @@ class EndOfRequest(unittest.TestCase):
         self.assertEqual(origin.connections, 1)
 
 
+class Migration(unittest.TestCase):
+    """A client whose address changes mid-connection (a NAT rebinding, or a phone changing
+    networks) keeps its connection: ngtcp2 validates the new path, and with two workers the
+    steering program still hands its packets, from a port the kernel's hash has never seen, to
+    the worker that holds the connection (the first byte of the connection ID)."""
+
+    def test_a_connection_survives_a_new_client_port(self):
+        backend = Backend(workers=1)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], tls=True, workers=2,
+                      tls_listener_options={"quic": "true"})
+        self.addCleanup(proxy.stop)
+        # Without steering, each new port would reach the other worker one time in two.
+        for _ in range(6):
+            r = h3.raw(proxy.tls_port, ("bidi", request()), ("migrate", b""),
+                       ("bidi", request()), ("bidi", request()))
+            self.assertEqual([r.status(i) for i in (0, 4, 8)], [200, 200, 200], r.text)
+            self.assertEqual((r.migrations, r.close), (1, "open"), r.text)
+
+
 class AmplificationLimit(unittest.TestCase):
     def test_an_unvalidated_client_gets_at_most_three_times_what_it_sent(self):
         # A certificate of some 6 KB: the proxy's first flight is larger than three times the
