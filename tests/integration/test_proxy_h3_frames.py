@@ -151,7 +151,9 @@ class StreamLimit(unittest.TestCase):
     def setUpClass(cls):
         cls.backend = Backend(workers=1)
         cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
-                          tls_listener_options={"quic": "{ max_streams = 10 }"})
+                          tls_listener_options={"quic": "{ max_streams = 10, idle_timeout = 7, "
+                                                "stream_window = 131072, "
+                                                "connection_window = 524288 }"})
         cls.port = cls.proxy.tls_port
 
     @classmethod
@@ -159,9 +161,11 @@ class StreamLimit(unittest.TestCase):
         cls.proxy.stop()
         cls.backend.stop()
 
-    def test_the_stream_limit_is_advertised(self):
+    def test_the_configured_limits_are_advertised(self):
         r = h3.raw(self.port)
-        self.assertEqual(r.params.get("max_streams_bidi"), 10, r.text)
+        self.assertEqual(r.params, {"max_streams_bidi": 10, "initial_max_data": 524288,
+                                    "initial_max_stream_data_bidi_remote": 131072,
+                                    "max_idle_timeout_ms": 7000}, r.text)
 
     def test_a_connection_serves_more_requests_than_its_stream_limit(self):
         # The limit is on streams open at once: each one that ends gives the client another.
