@@ -496,6 +496,16 @@ void QuicClient::finish(const std::string& why) {
   events_.closed(*this);
 }
 
+void QuicClient::credit(int64_t id, uint64_t n) {
+  ngtcp2_conn_extend_max_stream_offset(conn_, id, n);
+  ngtcp2_conn_extend_max_offset(conn_, n);
+}
+
+QuicClient::RawResult* QuicClient::raw_result(int64_t id) {
+  auto it = raw_results_.find(id);
+  return it == raw_results_.end() ? nullptr : &it->second;
+}
+
 ngtcp2_conn* QuicClient::get_conn(ngtcp2_crypto_conn_ref* ref) {
   return self(ref->user_data)->conn_;
 }
@@ -516,13 +526,11 @@ int QuicClient::on_recv_stream_data(ngtcp2_conn*, uint32_t flags, int64_t id, ui
   QuicClient* c = self(ud);
   bool fin = flags & NGTCP2_STREAM_DATA_FLAG_FIN;
   if (c->raw_) {
-    auto it = c->raw_results_.find(id);
-    if (it != c->raw_results_.end()) {
-      it->second.data.append(reinterpret_cast<const char*>(data), len);
-      it->second.fin = it->second.fin || fin;
+    if (RawResult* r = c->raw_result(id)) {
+      r->data.append(reinterpret_cast<const char*>(data), len);
+      r->fin = r->fin || fin;
     }
-    ngtcp2_conn_extend_max_stream_offset(c->conn_, id, len);
-    ngtcp2_conn_extend_max_offset(c->conn_, len);
+    c->credit(id, len);
     return 0;
   }
   nghttp3_ssize used = nghttp3_conn_read_stream(c->h3_, id, data, len, fin);
@@ -530,8 +538,7 @@ int QuicClient::on_recv_stream_data(ngtcp2_conn*, uint32_t flags, int64_t id, ui
     c->app_error_ = nghttp3_err_infer_quic_app_error_code(static_cast<int>(used));
     return NGTCP2_ERR_CALLBACK_FAILURE;
   }
-  ngtcp2_conn_extend_max_stream_offset(c->conn_, id, static_cast<uint64_t>(used));
-  ngtcp2_conn_extend_max_offset(c->conn_, static_cast<uint64_t>(used));
+  c->credit(id, static_cast<uint64_t>(used));
   return 0;
 }
 
@@ -561,10 +568,9 @@ int QuicClient::on_stream_reset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t app
                                 void*) {
   QuicClient* c = self(ud);
   if (c->raw_) {
-    auto it = c->raw_results_.find(id);
-    if (it != c->raw_results_.end()) {
-      it->second.reset = true;
-      it->second.reset_code = app_error;
+    if (RawResult* r = c->raw_result(id)) {
+      r->reset = true;
+      r->reset_code = app_error;
     }
     return 0;
   }
@@ -579,10 +585,9 @@ int QuicClient::on_stream_reset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t app
 int QuicClient::on_stop_sending(ngtcp2_conn*, int64_t id, uint64_t app_error, void* ud, void*) {
   QuicClient* c = self(ud);
   if (c->raw_) {
-    auto it = c->raw_results_.find(id);
-    if (it != c->raw_results_.end()) {
-      it->second.stop_sending = true;
-      it->second.stop_code = app_error;
+    if (RawResult* r = c->raw_result(id)) {
+      r->stop_sending = true;
+      r->stop_code = app_error;
     }
     return 0;
   }
@@ -638,15 +643,13 @@ int QuicClient::h3_recv_data(nghttp3_conn*, int64_t id, const uint8_t*, size_t l
   auto it = c->streams_.find(id);
   if (it != c->streams_.end())
     it->second.bytes += len;
-  ngtcp2_conn_extend_max_stream_offset(c->conn_, id, len);
-  ngtcp2_conn_extend_max_offset(c->conn_, len);
+  c->credit(id, len);
   return 0;
 }
 
 int QuicClient::h3_deferred_consume(nghttp3_conn*, int64_t id, size_t len, void* ud, void*) {
   QuicClient* c = self(ud);
-  ngtcp2_conn_extend_max_stream_offset(c->conn_, id, len);
-  ngtcp2_conn_extend_max_offset(c->conn_, len);
+  c->credit(id, len);
   return 0;
 }
 

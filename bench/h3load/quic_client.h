@@ -113,6 +113,9 @@ private:
   };
 
   bool setup_h3();
+  // The stream's bytes (and the connection's) were taken: the peer may send as many more.
+  void credit(int64_t id, uint64_t n);
+  RawResult* raw_result(int64_t id);
   bool open_socket(std::string* error);
   bool migrate();
   void open_streams();

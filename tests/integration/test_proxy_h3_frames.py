@@ -16,18 +16,25 @@ import h3_frames as h3
 from h3_frames import frame, request, varint, field_section, prefixed
 
 
-class MalformedFrames(unittest.TestCase):
+class QuicProxy(unittest.TestCase):
+    """A proxy of the class's own, to portico-backend, with `quic = QUIC` on its TLS listener."""
+    QUIC = "true"
+
     @classmethod
     def setUpClass(cls):
         cls.backend = Backend(workers=1)
         cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
-                          tls_listener_options={"quic": "{ max_streams = 10 }"})
+                          tls_listener_options={"quic": cls.QUIC})
         cls.port = cls.proxy.tls_port
 
     @classmethod
     def tearDownClass(cls):
         cls.proxy.stop()
         cls.backend.stop()
+
+
+class MalformedFrames(QuicProxy):
+    QUIC = "{ max_streams = 10 }"
 
     def tearDown(self):
         # Whatever a case did, a well-formed request on a new connection is still answered.
@@ -146,20 +153,9 @@ class MalformedFrames(unittest.TestCase):
             ("uni", varint(h3.CONTROL) + frame(h3.SETTINGS, b"") + frame(h3.DATA, b"x")))
 
 
-class StreamLimit(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.backend = Backend(workers=1)
-        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
-                          tls_listener_options={"quic": "{ max_streams = 10, idle_timeout = 7, "
-                                                "stream_window = 131072, "
-                                                "connection_window = 524288 }"})
-        cls.port = cls.proxy.tls_port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.stop()
-        cls.backend.stop()
+class StreamLimit(QuicProxy):
+    QUIC = ("{ max_streams = 10, idle_timeout = 7, stream_window = 131072, "
+            "connection_window = 524288 }")
 
     def test_the_configured_limits_are_advertised(self):
         r = h3.raw(self.port)
@@ -173,18 +169,8 @@ class StreamLimit(unittest.TestCase):
         self.assertEqual((figures["succeeded"], figures["stalled"]), (60, False), figures["text"])
 
 
-class ConnectionCap(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.backend = Backend(workers=1)
-        cls.proxy = Proxy([f"127.0.0.1:{cls.backend.port}"], tls=True, workers=1,
-                          tls_listener_options={"quic": "{ max_connections = 1 }"})
-        cls.port = cls.proxy.tls_port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.stop()
-        cls.backend.stop()
+class ConnectionCap(QuicProxy):
+    QUIC = "{ max_connections = 1 }"
 
     def test_a_connection_past_the_cap_is_refused_at_once(self):
         before = self.proxy.metric("portico_quic_refused_total")
