@@ -445,38 +445,32 @@ void QuicClient::on_timer() {
 }
 
 void QuicClient::close() {
-  if (closed_)
-    return;
-  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
   ngtcp2_connection_close_error e;
   ngtcp2_connection_close_error_set_application_error(&e, kH3NoError, nullptr, 0);
-  ngtcp2_ssize n =
-      ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, buf, sizeof buf, &e, now_ns());
-  if (n > 0)
-    send_packet(buf, static_cast<size_t>(n));
-  finish("closed");
+  close_with(e, "closed");
 }
 
 void QuicClient::fail(const std::string& why, uint64_t app_error) {
-  if (closed_)
-    return;
-  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
   ngtcp2_connection_close_error e;
   if (app_error != 0)
     ngtcp2_connection_close_error_set_application_error(&e, app_error, nullptr, 0);
   else
     ngtcp2_connection_close_error_set_transport_error(&e, NGTCP2_INTERNAL_ERROR, nullptr, 0);
+  close_with(e, "error: " + why);
+}
+
+void QuicClient::close_with(const ngtcp2_connection_close_error& e, const std::string& why) {
+  if (closed_)
+    return;
+  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi;
   ngtcp2_ssize n =
       ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, buf, sizeof buf, &e, now_ns());
   if (n > 0)
     send_packet(buf, static_cast<size_t>(n));
-  finish("error: " + why);
+  finish(why);
 }
 
 void QuicClient::finish(const std::string& why) {

@@ -127,6 +127,8 @@ private:
   void arm_timer();
   void on_timer();
   void fail(const std::string& why, uint64_t app_error);
+  // Sends a CONNECTION_CLOSE with e, then ends the connection here.
+  void close_with(const ngtcp2_connection_close_error& e, const std::string& why);
   void finish(const std::string& why);
   void note_peer_close();
 
