@@ -192,15 +192,18 @@ class H2cOrigin(_Origin):
             data = conn.recv(65536)
             if not data:
                 return
-            for ev in h2conn.receive_data(data):
+            events = h2conn.receive_data(data)
+            # A RST_STREAM read in the same recv() as its request closes the stream in h2's state
+            # before the request is handled: recorded first, so that no answer is sent on it.
+            reset_now = {ev.stream_id for ev in events if isinstance(ev, h2.events.StreamReset)}
+            with self.lock:
+                self.resets.extend(sorted(reset_now))
+            for ev in events:
                 if isinstance(ev, h2.events.RequestReceived):
                     streams[ev.stream_id] = [dict(ev.headers), 0]
                 elif isinstance(ev, h2.events.DataReceived):
                     streams[ev.stream_id][1] += len(ev.data)
                     h2conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamReset):
-                    with self.lock:
-                        self.resets.append(ev.stream_id)
                 elif isinstance(ev, h2.events.StreamEnded):
                     headers, length = streams.pop(ev.stream_id)
                     method = headers[b":method"].decode()
@@ -214,6 +217,8 @@ class H2cOrigin(_Origin):
                         self.streams_by_connection.append((serial, path))
                     if path == "/drop" or (path == "/drop-once" and self._first_time(xid)):
                         return
+                    if ev.stream_id in reset_now:
+                        continue
                     if path == "/hold" or self.hold_all:
                         self.release.wait(10)
                         if self.hold_all and self._reset_while_held(conn, h2conn, ev.stream_id):
