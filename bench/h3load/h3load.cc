@@ -1,6 +1,7 @@
 // portico-h3load: an HTTP/3 load client (h2load in Debian 12 is built without HTTP/3) and,
 // with --raw-*, a frame-level client for the tests: it writes the given bytes on streams of
 // its own and prints what the server answered, stream by stream, and how the connection ended.
+#include "clock.h"
 #include "quic_client.h"
 
 #include <arpa/inet.h>
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,12 +46,6 @@ Frame level (one connection; writes after the handshake, prints what came back):
   --first-flight       send the first flight only, answer nothing, and count the bytes
                        that come back within --timeout seconds
 )";
-
-double now_s() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 bool parse_hex(const std::string& text, std::string* out) {
   if (text.size() % 2 != 0)
@@ -119,7 +113,7 @@ public:
   Load(struct ev_loop* loop, const Options& o) : loop_(loop), o_(o) {}
 
   int run(const h3load::Target& target) {
-    started_ = now_s();
+    started_ = h3load::now_s();
     for (long i = 0; i < o_.connections; ++i) {
       auto c = std::make_unique<h3load::QuicClient>(loop_, target, *this, false);
       c->set_concurrency(static_cast<size_t>(o_.concurrency));
@@ -194,7 +188,7 @@ private:
     if (ended_)
       return;
     ended_ = true;
-    finished_ = now_s();
+    finished_ = h3load::now_s();
     ev_timer_stop(loop_, &limit_);
     ev_timer_stop(loop_, &stall_);
     for (auto& c : clients_)
@@ -207,7 +201,7 @@ private:
     if (!l->stopping_) {
       // Time is up: no new request; those in flight get o_.timeout more seconds.
       l->stopping_ = true;
-      l->finished_ = now_s();
+      l->finished_ = h3load::now_s();
       l->maybe_end();
       if (!l->ended_) {
         w->repeat = l->o_.timeout;
