@@ -51,6 +51,7 @@ const llhttp_settings_t* Http1RequestParser::settings() {
     llhttp_settings_t t;
     llhttp_settings_init(&t);
     t.on_message_begin = on_message_begin;
+    t.on_method_complete = on_method_complete;
     t.on_url = on_url;
     t.on_header_field = on_header_field;
     t.on_header_value = on_header_value;
@@ -142,6 +143,13 @@ int Http1RequestParser::on_message_begin(llhttp_t* p) {
   s->in_head_ = true;
   s->head_bytes_ = 0;
   s->body_bytes_ = 0;
+  return 0;
+}
+
+int Http1RequestParser::on_method_complete(llhttp_t* p) {
+  // Known from here, not only once the head is whole: a head refused later (431, 414) is
+  // logged with its method.
+  self(p)->head_.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
   return 0;
 }
 

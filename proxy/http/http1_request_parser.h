@@ -58,6 +58,7 @@ public:
 
 private:
   static int on_message_begin(llhttp_t* p);
+  static int on_method_complete(llhttp_t* p);
   static int on_url(llhttp_t* p, const char* at, size_t len);
   static int on_header_field(llhttp_t* p, const char* at, size_t len);
   static int on_header_value(llhttp_t* p, const char* at, size_t len);

@@ -201,11 +201,11 @@ void Http3Session::dispatch(Http3Exchange& st) {
       r.authority = host->value;
   ctx_.stats().requests.inc();
   if (st.too_large_) {
-    st.respond(431, "text/plain", "Request Header Fields Too Large\n");
+    server::refuse_request(st, ctx_.handler(), 431);
     return;
   }
   st.dispatched_ = true;
-  if (server::refuse_framed_request(st, r, ctx_.limits().parser))
+  if (server::refuse_framed_request(st, ctx_.handler(), r, ctx_.limits().parser))
     return;
   st.handler_ = &ctx_.handler();
   ctx_.handler().on_request(st);

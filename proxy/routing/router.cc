@@ -1,5 +1,6 @@
 #include "routing/router.h"
 
+#include "routing/exchange_record.h"
 #include "routing/proxied_exchange.h"
 
 namespace portico::routing {
@@ -106,6 +107,12 @@ void Router::start(struct ev_loop* loop) {
       f->start(loop);
   for (auto& f : no_route_.filters)
     f->start(loop);
+}
+
+void Router::on_refused(const server::Exchange& ex, int status) {
+  ExchangeRecord record(ex, no_route_, log_for(ex));
+  record.answered(status, metrics::AnsweredBy::PROXY);
+  record.close(ex, {}, 0);
 }
 
 void Router::on_request(server::Exchange& ex) {

@@ -27,6 +27,8 @@ public:
          const std::vector<std::unique_ptr<metrics::AccessLog>>& access_logs,
          FilterRegistry filters, core::DeferredQueue& deferred);
   void on_request(server::Exchange& ex) override;
+  // Counted and logged as no route's, answered by the proxy.
+  void on_refused(const server::Exchange& ex, int status) override;
   // Every route's filters drop what they store for r (the admin's /cache/purge); how many.
   size_t purge(const PurgeRequest& r);
   // On the worker's thread, before it routes: every route's filter factories start on loop.

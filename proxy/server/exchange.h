@@ -150,6 +150,10 @@ public:
   // The request head is complete. The handler answers now or sets a listener to follow the body
   // and the response's progress.
   virtual void on_request(Exchange& ex) = 0;
+  // The session refused the request before on_request, for its head or framing (400, 413,
+  // 414, 431, ...), and has answered it with status: the handler may count and log it as it
+  // does every exchange. ex holds what was parsed of the head.
+  virtual void on_refused(const Exchange& ex, int status) {}
 };
 
 } // namespace portico::server

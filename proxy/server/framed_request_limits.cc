@@ -1,24 +1,36 @@
 #include "server/framed_request_limits.h"
 
 #include "http/http1_strict_scanner.h"
+#include "http/response_head.h"
+
+#include <algorithm>
+#include <cstring>
 
 namespace portico::server {
 
-bool refuse_framed_request(Exchange& ex, const http::RequestHead& r,
+void refuse_request(Exchange& ex, RequestHandler& handler, int status) {
+  std::string_view reason = http::reason_phrase(status);
+  char body[64]; // the longest phrase is 31 bytes
+  size_t n = std::min(reason.size(), sizeof body - 1);
+  std::memcpy(body, reason.data(), n);
+  body[n++] = '\n';
+  ex.respond(status, "text/plain", {body, n});
+  handler.on_refused(ex, status);
+}
+
+bool refuse_framed_request(Exchange& ex, RequestHandler& handler, const http::RequestHead& r,
                            const http::ParserLimits& lim) {
-  if (!r.target.empty() && !http::is_valid_request_target(r.target)) {
-    ex.respond(400, "text/plain", "Bad Request\n");
-    return true;
-  }
-  if (r.target.size() > lim.max_uri_bytes) {
-    ex.respond(414, "text/plain", "URI Too Long\n");
-    return true;
-  }
-  if (lim.max_body_bytes >= 0 && r.content_length > lim.max_body_bytes) {
-    ex.respond(413, "text/plain", "Content Too Large\n");
-    return true;
-  }
-  return false;
+  int status = 0;
+  if (!r.target.empty() && !http::is_valid_request_target(r.target))
+    status = 400;
+  else if (r.target.size() > lim.max_uri_bytes)
+    status = 414;
+  else if (lim.max_body_bytes >= 0 && r.content_length > lim.max_body_bytes)
+    status = 413;
+  if (status == 0)
+    return false;
+  refuse_request(ex, handler, status);
+  return true;
 }
 
 } // namespace portico::server

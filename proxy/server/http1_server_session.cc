@@ -421,6 +421,17 @@ void Http1ServerSession::send_error(int status) {
   out.append(reason);
   out.append("\n");
   conn_.close_after_flush(true);
+  if (!exchange) {
+    // Refused before the handler saw it: the exchange stands for it (what the parser took
+    // of its head) only to be counted and logged.
+    ex_.reset(conn_.loop());
+    ex_.client_address_ = conn_.peer_address();
+    ex_.over_tls_ = conn_.is_tls();
+    ex_.listener_index_ = conn_.listener();
+    ex_.response_status_ = status;
+    ex_.body_bytes_sent_ = reason.size() + 1;
+    conn_.context().handler().on_refused(ex_, status);
+  }
 }
 
 bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {

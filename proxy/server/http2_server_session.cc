@@ -307,12 +307,12 @@ void Http2ServerSession::dispatch(Http2Exchange& st) {
       r.authority = host->value;
   ctx.stats().requests.inc();
   if (st.phase_ == Http2Exchange::Phase::TOO_LARGE) {
-    st.respond(431, "text/plain", "Request Header Fields Too Large\n");
+    refuse_request(st, ctx.handler(), 431);
     return;
   }
   st.set_phase(Http2Exchange::Phase::DISPATCHED);
   // The limits HTTP/1 has, with the same answers.
-  if (refuse_framed_request(st, r, ctx.limits().parser))
+  if (refuse_framed_request(st, ctx.handler(), r, ctx.limits().parser))
     return;
   st.handler_ = &ctx.handler();
   ctx.handler().on_request(st);

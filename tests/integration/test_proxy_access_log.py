@@ -195,5 +195,66 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
             'ref="-" t=-'])
         self.assertEqual(reply.body, b"Bad Gateway\n")
 
+    def test_requests_refused_for_their_head_are_logged_and_counted(self):
+        # Refused before any route sees them (malformed, a target or header section too long, a
+        # body announced too large), on HTTP/1.1 and HTTP/2: each has its line, with the route
+        # "none", and is counted in portico_requests_total as Portico's own answer.
+        import h2.config
+        import h2.connection
+        import h2.events
+        path = os.path.join(self.tmp, "access-refused.log")
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      server_options={"max_body_bytes": "100", "max_header_bytes": "16384"},
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": '"json"'})
+        self.addCleanup(proxy.stop)
+        long_target = "/" + "a" * 9000
+        for request, status in [
+                (b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+                (f"GET {long_target} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), 414),
+                (b"GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 20000 + b"\r\n\r\n",
+                 431),
+                (b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 413)]:
+            with harness.connection(proxy.port) as (s, f):
+                s.sendall(request)
+                self.assertEqual(harness.read_http1_response(f).status, status, request[:40])
+        with harness.connection(proxy.port) as (s, _):
+            c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
+                                                                     validate_outbound_headers=False))
+            c.initiate_connection()
+            base = [(":method", "POST"), (":scheme", "http"), (":authority", "x")]
+            c.send_headers(1, base + [(":path", long_target)], end_stream=True)
+            c.send_headers(3, base + [(":path", "/upload"), ("content-length", "1000")])
+            c.send_headers(5, base + [(":path", "/big"), ("x-big", "b" * 20000)], end_stream=True)
+            s.sendall(c.data_to_send())
+            statuses = {}
+            while len(statuses) < 3:
+                data = s.recv(65536)
+                self.assertTrue(data, statuses)
+                for ev in c.receive_data(data):
+                    if isinstance(ev, h2.events.ResponseReceived):
+                        statuses[ev.stream_id] = int(dict(ev.headers)[b":status"])
+                s.sendall(c.data_to_send())
+            self.assertEqual(statuses, {1: 414, 3: 413, 5: 431})
+        for protocol, code, n in [("h1", "400", 1), ("h1", "414", 1), ("h1", "431", 1),
+                                  ("h1", "413", 1), ("h2c", "414", 1), ("h2c", "413", 1),
+                                  ("h2c", "431", 1)]:
+            self.assertEqual(proxy.metric("portico_requests_total", protocol=protocol,
+                                          route="none", code=code, answered_by="proxy"), n,
+                             (protocol, code))
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            docs = [json.loads(l) for l in f.read().splitlines()]
+        self.assertEqual(sorted((d["protocol"], d["status"], d["method"], d["path"][:10],
+                                 d["route"], d["upstream"]) for d in docs),
+                         [("h1", 400, "", "", "none", ""),  # a request line refused whole
+                          ("h1", 413, "POST", "/upload", "none", ""),
+                          ("h1", 414, "GET", "", "none", ""),
+                          ("h1", 431, "GET", "/big", "none", ""),
+                          ("h2c", 413, "POST", "/upload", "none", ""),
+                          ("h2c", 414, "POST", long_target[:10], "none", ""),
+                          ("h2c", 431, "POST", "/big", "none", "")])
+
 if __name__ == "__main__":
     unittest.main()

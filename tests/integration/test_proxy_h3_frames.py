@@ -110,13 +110,21 @@ class MalformedFrames(QuicProxy):
             h3.H3_MESSAGE_ERROR,
             ("bidi", request("POST", extra=[("content-length", "10")]) + frame(h3.DATA, b"abc")))
 
+    def refusals(self, code):
+        return self.proxy.metric("portico_requests_total", protocol="h3", route="none",
+                                 code=code, answered_by="proxy")
+
     def test_a_field_section_over_the_limit_is_431(self):
+        before = self.refusals("431")
         r = h3.raw(self.port, ("bidi", request(extra=[("x-big", "a" * 40000)])))
         self.assertEqual(r.status(0), 431, r.text)
+        self.assertEqual(self.refusals("431"), before + 1)  # counted, though no route saw it
 
     def test_a_long_target_is_414(self):
+        before = self.refusals("414")
         r = h3.raw(self.port, ("bidi", request(path="/" + "p" * 9000)))
         self.assertEqual(r.status(0), 414, r.text)
+        self.assertEqual(self.refusals("414"), before + 1)
 
     # QPACK (RFC 9204).
 
