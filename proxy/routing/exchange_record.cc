@@ -17,6 +17,9 @@ ExchangeRecord::ExchangeRecord(const server::Exchange& ex, const Route& r, metri
       started_at(ev_time()) {}
 
 void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream, int retries) {
+  if (status == 0 && ex.response_status() != 0)
+    // The session answered behind the route's back: a body refused midway (413).
+    answered(ex.response_status(), metrics::AnsweredBy::PROXY);
   route.requests.inc(ex.listener_index(), protocol_of(ex), status ? status : 499,
                      status ? answered_by : metrics::AnsweredBy::NONE);
   double now = ev_time();

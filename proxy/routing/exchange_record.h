@@ -28,7 +28,8 @@ struct ExchangeRecord {
   }
   void add_response_bytes(size_t n) { route.bytes_sent.inc(n); }
   // The exchange closed: counted (a client gone before any answer as 499, nginx's "client
-  // closed request") and logged. upstream: the endpoint last tried, or empty.
+  // closed request"; an answer the session gave itself, as the proxy's) and logged.
+  // upstream: the endpoint last tried, or empty.
   void close(const server::Exchange& ex, std::string_view upstream, int retries);
 
   metrics::RouteMetrics& route;

@@ -396,6 +396,20 @@ void Http1ServerSession::send_error(int status) {
   // The handler answered in full before the bad part of the body: that answer stands.
   bool answered = exchange && ex_.response_ended_;
   set_state(State::CLOSING);
+  if (!exchange) {
+    // Refused before the handler saw it: the exchange stands for it (what the parser took
+    // of its head) only to be counted and logged.
+    ex_.reset(conn_.loop());
+    ex_.client_address_ = conn_.peer_address();
+    ex_.over_tls_ = conn_.is_tls();
+    ex_.listener_index_ = conn_.listener();
+  }
+  std::string_view reason = http::reason_phrase(status);
+  if (!answered) {
+    // What the client is about to get, for the accounting of whoever follows the exchange.
+    ex_.response_status_ = status;
+    ex_.body_bytes_sent_ = reason.size() + 1;
+  }
   if (exchange && ex_.listener_) {
     auto* l = ex_.listener_;
     ex_.listener_ = nullptr;
@@ -406,7 +420,6 @@ void Http1ServerSession::send_error(int status) {
     return;
   }
   auto& out = conn_.output();
-  std::string_view reason = http::reason_phrase(status);
   out.append("HTTP/1.1 ");
   append_decimal(out, static_cast<uint64_t>(status));
   out.append(" ");
@@ -421,17 +434,8 @@ void Http1ServerSession::send_error(int status) {
   out.append(reason);
   out.append("\n");
   conn_.close_after_flush(true);
-  if (!exchange) {
-    // Refused before the handler saw it: the exchange stands for it (what the parser took
-    // of its head) only to be counted and logged.
-    ex_.reset(conn_.loop());
-    ex_.client_address_ = conn_.peer_address();
-    ex_.over_tls_ = conn_.is_tls();
-    ex_.listener_index_ = conn_.listener();
-    ex_.response_status_ = status;
-    ex_.body_bytes_sent_ = reason.size() + 1;
+  if (!exchange)
     conn_.context().handler().on_refused(ex_, status);
-  }
 }
 
 bool Http1ServerSession::try_upgrade_h2c(const http::RequestHead& head) {

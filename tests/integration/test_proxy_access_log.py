@@ -256,5 +256,48 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
                           ("h2c", 414, "POST", long_target[:10], "none", ""),
                           ("h2c", 431, "POST", "/big", "none", "")])
 
+    def test_a_body_refused_midway_is_logged_with_its_413(self):
+        # A body with no length that passes max_body_bytes once the route has it: the client is
+        # answered 413 by the session, and the line and the series say 413, not 499.
+        import h2.config
+        import h2.connection
+        import h2.events
+        path = os.path.join(self.tmp, "access-midway.log")
+        proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
+                      server_options={"max_body_bytes": "100"},
+                      listener_options={"access_log": toml_string(path),
+                                        "access_log_format": '"$protocol $status $path"'})
+        self.addCleanup(proxy.stop)
+        with harness.connection(proxy.port) as (s, f):
+            s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"c8\r\n" + b"x" * 200 + b"\r\n")
+            self.assertEqual(harness.read_http1_response(f).status, 413)
+        with harness.connection(proxy.port) as (s, _):
+            c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            c.send_headers(1, [(":method", "POST"), (":scheme", "http"), (":authority", "x"),
+                               (":path", "/echo")])
+            c.send_data(1, b"x" * 200)
+            s.sendall(c.data_to_send())
+            status = None
+            while status is None:
+                data = s.recv(65536)
+                self.assertTrue(data)
+                for ev in c.receive_data(data):
+                    if isinstance(ev, h2.events.ResponseReceived):
+                        status = int(dict(ev.headers)[b":status"])
+            self.assertEqual(status, 413)
+        harness.wait_until(lambda: proxy.metric("portico_requests_total", protocol="h2c",
+                                                code="413") == 1, what="the h2c 413 counted")
+        for protocol in ("h1", "h2c"):
+            self.assertEqual(proxy.metric("portico_requests_total", protocol=protocol,
+                                          code="413", answered_by="proxy"), 1, protocol)
+            self.assertEqual(proxy.metric("portico_requests_total", protocol=protocol,
+                                          code="499"), 0, protocol)
+        proxy.process.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
+        with open(path) as f:
+            self.assertEqual(sorted(f.read().splitlines()), ["h1 413 /echo", "h2c 413 /echo"])
+
 if __name__ == "__main__":
     unittest.main()
