@@ -5,6 +5,19 @@
 
 namespace portico::tls {
 
+namespace {
+
+// OpenSSL's rule: the thread's error queue is empty before an I/O call whose result goes to
+// SSL_get_error. It nearly always is already (status() empties it after a failure), and
+// ERR_clear_error walks all of its slots every time: a peek first saves that walk on every
+// read and write.
+void clear_stale_errors() {
+  if (ERR_peek_error() != 0)
+    ERR_clear_error();
+}
+
+} // namespace
+
 TlsSession::TlsSession(SSL_CTX* ctx, int fd) : ssl_(SSL_new(ctx)) {
   SSL_set_fd(ssl_, fd);
   SSL_set_accept_state(ssl_);
@@ -61,7 +74,7 @@ TlsSession::Io TlsSession::status(int rc) {
 }
 
 TlsSession::Io TlsSession::handshake() {
-  ERR_clear_error();
+  clear_stale_errors();
   errno = 0;
   int rc = SSL_do_handshake(ssl_);
   if (rc == 1) {
@@ -79,7 +92,7 @@ std::string_view TlsSession::alpn() const {
 }
 
 TlsSession::Io TlsSession::read(char* buf, size_t len, size_t* n) {
-  ERR_clear_error();
+  clear_stale_errors();
   errno = 0;
   size_t got = 0;
   int rc = SSL_read_ex(ssl_, buf, len, &got);
@@ -98,7 +111,7 @@ TlsSession::Io TlsSession::write(core::ByteQueue& q) {
       q.drain(0);
       continue;
     }
-    ERR_clear_error();
+    clear_stale_errors();
     errno = 0;
     size_t written = 0;
     int rc = SSL_write_ex(ssl_, chunk.data(), chunk.size(), &written);
