@@ -204,7 +204,8 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
         import h2.events
         path = os.path.join(self.tmp, "access-refused.log")
         proxy = Proxy([f"unix:{self.backend.sock_path}"], workers=1,
-                      server_options={"max_body_bytes": "100", "max_header_bytes": "16384"},
+                      server_options={"max_body_bytes": "100", "max_header_bytes": "16384",
+                                      "header_timeout": "0.5"},
                       listener_options={"access_log": toml_string(path),
                                         "access_log_format": '"json"'})
         self.addCleanup(proxy.stop)
@@ -214,7 +215,8 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
                 (f"GET {long_target} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), 414),
                 (b"GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 20000 + b"\r\n\r\n",
                  431),
-                (b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 413)]:
+                (b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 413),
+                (b"GET /slow HTTP/1.1\r\nHost: x\r\n", 408)]:  # never finished
             with harness.connection(proxy.port) as (s, f):
                 s.sendall(request)
                 self.assertEqual(harness.read_http1_response(f).status, status, request[:40])
@@ -237,8 +239,8 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
                 s.sendall(c.data_to_send())
             self.assertEqual(statuses, {1: 414, 3: 413, 5: 431})
         for protocol, code, n in [("h1", "400", 1), ("h1", "414", 1), ("h1", "431", 1),
-                                  ("h1", "413", 1), ("h2c", "414", 1), ("h2c", "413", 1),
-                                  ("h2c", "431", 1)]:
+                                  ("h1", "413", 1), ("h1", "408", 1), ("h2c", "414", 1),
+                                  ("h2c", "413", 1), ("h2c", "431", 1)]:
             self.assertEqual(proxy.metric("portico_requests_total", protocol=protocol,
                                           route="none", code=code, answered_by="proxy"), n,
                              (protocol, code))
@@ -249,6 +251,7 @@ endpoints = ["unix:{self.tmp}/nobody-listens.sock"]
         self.assertEqual(sorted((d["protocol"], d["status"], d["method"], d["path"][:10],
                                  d["route"], d["upstream"]) for d in docs),
                          [("h1", 400, "", "", "none", ""),  # a request line refused whole
+                          ("h1", 408, "GET", "/slow", "none", ""),
                           ("h1", 413, "POST", "/upload", "none", ""),
                           ("h1", 414, "GET", "", "none", ""),
                           ("h1", 431, "GET", "/big", "none", ""),
