@@ -1,5 +1,7 @@
 #include "http/response_head.h"
 
+#include <algorithm>
+
 namespace portico::http {
 
 std::string_view reason_phrase(int status) {
@@ -39,6 +41,13 @@ std::string_view reason_phrase(int status) {
   case 505: return "HTTP Version Not Supported";
   default: return "";
   }
+}
+
+ReasonBody::ReasonBody(int status) {
+  std::string_view reason = reason_phrase(status);
+  len_ = std::min(reason.size(), sizeof buf_ - 1);
+  std::copy_n(reason.data(), len_, buf_);
+  buf_[len_++] = '\n';
 }
 
 } // namespace portico::http

@@ -39,6 +39,18 @@ struct ResponseHead {
 // "OK" for 200 and so on; "" for codes without a registered phrase.
 std::string_view reason_phrase(int status);
 
+// The reason phrase and a newline, in a buffer of its own: the body of a plain-text answer
+// that says no more than its status.
+class ReasonBody {
+public:
+  explicit ReasonBody(int status);
+  std::string_view view() const { return {buf_, len_}; }
+
+private:
+  char buf_[64]; // the longest phrase is 31 bytes
+  size_t len_;
+};
+
 // Statuses whose responses never carry a body (RFC 9110 6.4.1).
 inline bool status_has_no_body(int status) {
   return (status >= 100 && status < 200) || status == 204 || status == 304;

@@ -398,11 +398,9 @@ void FilterChain::fail(size_t i, int status, const char* why) {
       ex_->abort(); // the client must see a cut response, never a clean short one
     return;
   }
-  std::string_view reason = http::reason_phrase(status);
-  char* body = static_cast<char*>(ex_->arena().allocate(reason.size() + 1));
-  std::copy(reason.begin(), reason.end(), body);
-  body[reason.size()] = '\n';
-  respond(i, LocalReply{status, "text/plain", {body, reason.size() + 1}, {}}, why);
+  // In the exchange's arena: the reply may be written after this returns.
+  std::string_view body = ex_->arena().copy(http::ReasonBody(status).view());
+  respond(i, LocalReply{status, "text/plain", body, {}}, why);
 }
 
 void FilterChain::reply_from(size_t below, LocalReply reply, size_t shapers) {

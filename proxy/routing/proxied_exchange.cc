@@ -531,14 +531,9 @@ void ProxiedExchange::fail(int status, std::string_view body,
     set_state(State::FINISHED);
   record_.answered(status, metrics::AnsweredBy::PROXY);
   hold_client(kHeldByUpstream, false); // what the client still sends is dropped
-  char reason_body[64];
-  if (body.empty()) {
-    std::string_view reason = http::reason_phrase(status);
-    size_t n = std::min(reason.size(), sizeof reason_body - 1);
-    std::copy_n(reason.data(), n, reason_body);
-    reason_body[n++] = '\n';
-    body = {reason_body, n};
-  }
+  http::ReasonBody reason_body(status);
+  if (body.empty())
+    body = reason_body.view();
   // Each may close the exchange.
   if (chain_)
     chain_->local_reply(LocalReply{status, "text/plain", body, fields});

@@ -3,18 +3,10 @@
 #include "http/http1_strict_scanner.h"
 #include "http/response_head.h"
 
-#include <algorithm>
-#include <cstring>
-
 namespace portico::server {
 
 void refuse_request(Exchange& ex, RequestHandler& handler, int status) {
-  std::string_view reason = http::reason_phrase(status);
-  char body[64]; // the longest phrase is 31 bytes
-  size_t n = std::min(reason.size(), sizeof body - 1);
-  std::memcpy(body, reason.data(), n);
-  body[n++] = '\n';
-  ex.respond(status, "text/plain", {body, n});
+  ex.respond(status, "text/plain", http::ReasonBody(status).view());
   handler.on_refused(ex, status);
 }
 
