@@ -4,8 +4,10 @@
 # every failed run. A test that fails once in twenty blocks every landing: this is how to find
 # it before CI does.
 #
-# Usage: tests/find-flakes.sh [-n RUNS] [-b BUILD_DIR] [-R REGEX] [-o OUT_DIR]
+# Usage: tests/find-flakes.sh [-n RUNS] [-j JOBS] [-b BUILD_DIR] [-R REGEX] [-o OUT_DIR]
 #   -n RUNS       runs per test (default 20)
+#   -j JOBS       tests run at once (default 1); more adds load to the hogs' and shortens a pass,
+#                 as CI's own ctest -j does
 #   -b BUILD_DIR  a configured, built tree (default build-asan; tests/run-all.sh makes it)
 #   -R REGEX      only the integration tests whose ctest name matches (default: all)
 #   -o OUT_DIR    where report.txt, progress.txt and failed runs' logs go (default a new
@@ -14,16 +16,18 @@
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=20
+JOBS=1
 BUILD=build-asan
 REGEX=.
 OUT=
-while getopts n:b:R:o: opt; do
+while getopts n:j:b:R:o: opt; do
   case $opt in
   n) RUNS=$OPTARG ;;
+  j) JOBS=$OPTARG ;;
   b) BUILD=$OPTARG ;;
   R) REGEX=$OPTARG ;;
   o) OUT=$OPTARG ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
   esac
 done
 [ -f "$BUILD/CTestTestfile.cmake" ] || { echo "no test tree in $BUILD: build it first" >&2; exit 2; }
@@ -51,14 +55,14 @@ PROGRESS="$OUT/progress.txt"
 # about each test, and progress.txt shows how far it got.
 i=1
 while [ "$i" -le "$RUNS" ]; do
-  for t in $TESTS; do
-    log="$OUT/$t.run$i.log"
-    if ctest --test-dir "$BUILD" -R "^$t\$" --output-on-failure --timeout 900 >"$log" 2>&1; then
+  # shellcheck disable=SC2016 # expanded by the inner shell, once per test
+  printf '%s\n' "$TESTS" | xargs -P "$JOBS" -I{} sh -c '
+    log="$1/$2.run$3.log"
+    if ctest --test-dir "$4" -R "^$2\$" --output-on-failure --timeout 900 >"$log" 2>&1; then
       rm -f "$log"
     else
-      echo "$(date -u +%H:%M:%S) pass $i: $t FAILED ($log)" >>"$PROGRESS"
-    fi
-  done
+      echo "$(date -u +%H:%M:%S) pass $3: $2 FAILED ($log)" >>"$5"
+    fi' sh "$OUT" {} "$i" "$BUILD" "$PROGRESS"
   echo "$(date -u +%H:%M:%S) pass $i of $RUNS done" >>"$PROGRESS"
   i=$((i + 1))
 done
