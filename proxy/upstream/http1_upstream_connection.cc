@@ -85,7 +85,17 @@ void Http1UpstreamConnection::end_request(std::span<const http::Header> trailers
   if (framing_ == BodyFraming::CHUNKED)
     http::append_last_chunk(out_, trailers);
   request_ = RequestPhase::COMPLETE;
+  write_now();
   want_flush();
+}
+
+void Http1UpstreamConnection::write_now() {
+  // The request is whole: nothing later in this pass would join its write. Sent now, its block
+  // goes back to the pool for the next connection of the pass, instead of thousands of them
+  // (one per busy connection) waiting for the pass's end. What is left, and any error, is the
+  // deferred flush's, which reports it outside the caller's stack.
+  if (state_ == State::ACTIVE && !out_.empty() && write_out(out_) > 0)
+    last_progress_ = ev_now(pool_.loop());
 }
 
 void Http1UpstreamConnection::set_tunnel_timeout(double seconds) {

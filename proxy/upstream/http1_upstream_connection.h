@@ -93,6 +93,7 @@ private:
   void release_input();
   void reread_pending_tls();
   void flush();
+  void write_now();
   // counted: the error is in the metrics already (a failed connect, reported as it was met).
   void fail(UpstreamError e, bool counted = false);
   void finish_exchange();
