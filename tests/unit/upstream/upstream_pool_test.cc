@@ -105,6 +105,19 @@ protected:
       ev_run(loop_, EVRUN_ONCE);
   }
 
+  // Accepts the pool's connection and reads from it until seen(fd, what it read) says enough
+  // came; returns its descriptor, or -1 when a second passed first.
+  int accept_once(bool (*seen)(int, std::string&)) {
+    int server = -1;
+    std::string in;
+    run_until([&] {
+      if (server < 0)
+        server = ::accept(listen_fd_, nullptr, nullptr);
+      return server >= 0 && seen(server, in);
+    });
+    return server;
+  }
+
   std::string dir_;
   int listen_fd_ = -1;
   struct ev_loop* loop_ = nullptr;
@@ -246,13 +259,7 @@ TEST_F(UpstreamPoolTest, AWholeRequestIsWrittenAtOnceAndItsBlockGivenBack) {
   FakeRequest a, b;
   a.send_get = b.send_get = true;
   pool_->acquire(&a, false);
-  int server = -1;
-  std::string in;
-  run_until([&] {
-    if (server < 0)
-      server = ::accept(listen_fd_, nullptr, nullptr);
-    return server >= 0 && saw_head(server, in);
-  });
+  int server = accept_once(saw_head);
   ASSERT_GE(server, 0);
   const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
   ASSERT_EQ(::send(server, ok, sizeof ok - 1, 0), static_cast<ssize_t>(sizeof ok - 1));
@@ -281,13 +288,7 @@ TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
   pool_->acquire(&a, false);
   ASSERT_EQ(a.ready, 1);
   EXPECT_EQ(pool_->load(), 1u);
-  int server = -1;
-  std::string in;
-  run_until([&] {
-    if (server < 0)
-      server = ::accept(listen_fd_, nullptr, nullptr);
-    return server >= 0 && saw_headers(server, in);
-  });
+  int server = accept_once(saw_headers);
   ASSERT_GE(server, 0);
   // SETTINGS, ACK of the client's, GOAWAY naming stream 1 as the last it takes, then stream
   // 1's answer (:status 200 from HPACK's static table) ending the stream.
