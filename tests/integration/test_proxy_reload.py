@@ -6,6 +6,7 @@ cluster that did not change keeps its pooled upstream connections. As in Envoy, 
 open across the reload is not closed for it: its next request follows the new routes. A file with errors is
 logged as FILE:LINE:COL and the running configuration stays. Under h2load (h2c) and wrk
 (HTTP/1.1) load, alternating reloads fail no request."""
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,7 @@ class Reload(unittest.TestCase):
         self.admin_port = harness.free_port()
         self.config_path = os.path.join(self.tmp, "portico.toml")
         self.pid_file = os.path.join(self.tmp, "portico.pid")
+        self.access_log = os.path.join(self.tmp, "access.log")
 
     def write_config(self, generation, workers=2, extra=""):
         """Generation 0: /who -> a, cluster b on backend b, the first certificate, the
@@ -71,7 +73,8 @@ class Reload(unittest.TestCase):
         lines = [
             "[server]", f"workers = {workers}", f"pid_file = {toml_string(self.pid_file)}",
             "grace_period = 10", "",
-            "[[listener]]", f'address = "127.0.0.1:{self.port}"', "",
+            "[[listener]]", f'address = "127.0.0.1:{self.port}"',
+            f"access_log = {toml_string(self.access_log)}", 'access_log_format = "json"', "",
             "[[listener]]", f'address = "127.0.0.1:{self.tls_port}"',
             f"tls = {{ certificate = {toml_string(cert)}, private_key = {toml_string(key)} }}",
             "", "[[listener]]", f'address = "127.0.0.1:{side}"', "",
@@ -217,10 +220,21 @@ class Reload(unittest.TestCase):
         r2 = h2.stop()
         running, r1 = h1.interrupt()
         self.assertTrue(running, f"wrk ended before the reloads:\n{r1['out']}")
-        self.assertEqual(r1["failed"], 0, r1["out"])
+        if r1["failed"]:
+            self.fail(f"{r1['out']}\nThe slowest requests in the access log:\n{self.slowest()}")
         self.assertGreater(r1["total"], 1000, r1["out"])
         self.assertEqual(r2["failed"], 0, r2)
         self.assertGreater(r2["ok"], 6 * 50, r2)
+
+    def slowest(self, n=12):
+        """The n slowest requests the proxy logged, once it has stopped and written them all:
+        where a slow one spent its time (queue, connect, ttfb, total) tells a stall of the
+        proxy from one of the origin."""
+        self.proxy.stop()
+        with open(self.access_log) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        lines.sort(key=lambda e: e["total"], reverse=True)
+        return "\n".join(json.dumps(e) for e in lines[:n])
 
     def requests(self):
         m = re.search(r'"requests":(\d+)', self.get("/status", self.admin_port)[1])
