@@ -117,7 +117,7 @@ class H2Load:
                     retry += conn.retry_later + len(conn.open)
                     continue
                 self._fail(max(1, len(lost)), f"{e!r} with goaway={conn.goaway} "
-                           f"open={sorted(conn.open)}")
+                           f"(code {conn.goaway_code}) open={sorted(conn.open)}")
                 return
             except Exception as e:  # a frame this client could not read
                 self._fail(1, repr(e))
@@ -148,6 +148,7 @@ class _H2Connection:
         self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
         self.open, self.status, self.block = set(), {}, {}
         self.next_id, self.goaway, self.buf = 1, None, b""
+        self.goaway_code = None  # named in a failure: a drain (0) or the server's complaint
         self.retry_later = 0  # streams a GOAWAY said were not processed
 
     @staticmethod
@@ -184,7 +185,8 @@ class _H2Connection:
             if not data:
                 lost = self.maybe_processed()
                 if lost:
-                    load._fail(len(lost), f"connection closed under streams {sorted(lost)}")
+                    load._fail(len(lost), f"connection closed under streams {sorted(lost)}"
+                               f" (GOAWAY last-stream-id {self.goaway}, code {self.goaway_code})")
                 return retry + self.retry_later + len(self.open - lost)
             self.buf += data
             reply = b""
@@ -232,6 +234,7 @@ class _H2Connection:
             reply = frame(6, 0x1, 0, payload)
         elif kind == 7:  # GOAWAY: no new stream; those above last-stream-id go again
             self.goaway = int.from_bytes(payload[:4], "big") & 0x7fffffff
+            self.goaway_code = int.from_bytes(payload[4:8], "big")
             load._count(goaways=1)
         if ended and sid in self.open:
             self.open.discard(sid)
