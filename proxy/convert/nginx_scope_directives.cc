@@ -1,5 +1,6 @@
 // The directives a location inherits from its server and http blocks.
 #include "convert/converter.h"
+#include "http/header.h"
 
 #include <algorithm>
 
@@ -116,18 +117,22 @@ bool Converter::scope_directive(const Directive& d, Scope& s) {
     if (!s.set_headers_here)
       s.set_headers.clear();
     s.set_headers_here = true;
-    if (a.size() == 2)
-      set_field(s.set_headers, lower(a[0]), a[1]);
-    else
+    if (a.size() != 2)
       warn(d, "takes a name and a value");
+    else if (!http::is_token(a[0]))
+      warn(d, "'" + a[0] + "' is not a header field name");
+    else
+      set_field(s.set_headers, lower(a[0]), a[1]);
   } else if (n == "add_header") {
     if (!s.add_headers_here)
       s.add_headers.clear();
     s.add_headers_here = true;
-    if (a.size() == 2 || (a.size() == 3 && a[2] == "always"))
-      set_field(s.add_headers, lower(a[0]), a[1]);
-    else
+    if (a.size() != 2 && !(a.size() == 3 && a[2] == "always"))
       warn(d, "takes a name, a value and perhaps 'always'");
+    else if (!http::is_token(a[0]))
+      warn(d, "'" + a[0] + "' is not a header field name");
+    else
+      set_field(s.add_headers, lower(a[0]), a[1]);
   } else if (n == "proxy_hide_header") {
     if (const std::string* v = one())
       s.hide_headers.push_back(lower(*v));
