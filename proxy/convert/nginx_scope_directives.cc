@@ -47,6 +47,14 @@ bool Converter::scope_directive(const Directive& d, Scope& s) {
     warn(d, "takes one value here");
     return nullptr;
   };
+  // A header field named by a[0], set to a[1]; a name HTTP does not allow is no TOML key either
+  // (bytes TOML cannot hold would make two names one key).
+  auto field = [&](std::vector<std::pair<std::string, std::string>>& fields) {
+    if (http::is_token(a[0]))
+      set_field(fields, lower(a[0]), a[1]);
+    else
+      warn(d, "'" + a[0] + "' is not a header field name");
+  };
   auto seconds = [&](std::optional<double>& to) {
     if (const std::string* v = one()) {
       if (auto t = nginx_seconds(*v))
@@ -117,22 +125,18 @@ bool Converter::scope_directive(const Directive& d, Scope& s) {
     if (!s.set_headers_here)
       s.set_headers.clear();
     s.set_headers_here = true;
-    if (a.size() != 2)
-      warn(d, "takes a name and a value");
-    else if (!http::is_token(a[0]))
-      warn(d, "'" + a[0] + "' is not a header field name");
+    if (a.size() == 2)
+      field(s.set_headers);
     else
-      set_field(s.set_headers, lower(a[0]), a[1]);
+      warn(d, "takes a name and a value");
   } else if (n == "add_header") {
     if (!s.add_headers_here)
       s.add_headers.clear();
     s.add_headers_here = true;
-    if (a.size() != 2 && !(a.size() == 3 && a[2] == "always"))
-      warn(d, "takes a name, a value and perhaps 'always'");
-    else if (!http::is_token(a[0]))
-      warn(d, "'" + a[0] + "' is not a header field name");
+    if (a.size() == 2 || (a.size() == 3 && a[2] == "always"))
+      field(s.add_headers);
     else
-      set_field(s.add_headers, lower(a[0]), a[1]);
+      warn(d, "takes a name, a value and perhaps 'always'");
   } else if (n == "proxy_hide_header") {
     if (const std::string* v = one())
       s.hide_headers.push_back(lower(*v));
