@@ -84,7 +84,7 @@ class H2Load:
     def __init__(self, port, path="/hello", connections=4, streams=8):
         import threading
         self.port, self.path, self.streams = port, path, streams
-        self.ok = self.failed = self.retried = self.goaways = 0
+        self.ok = self.failed = self.retried = self.goaways = self.header_table_sizes = 0
         self.errors = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -128,6 +128,11 @@ class H2Load:
     def total(self):
         with self.lock:
             return self.ok + self.failed
+
+    def table_sizes(self):
+        """How many SETTINGS_HEADER_TABLE_SIZE the server has sent: each is followed."""
+        with self.lock:
+            return self.header_table_sizes
 
     def stop(self):
         self.stopping.set()
@@ -229,6 +234,12 @@ class _H2Connection:
             self.open.discard(sid)
             load._fail(1, f"stream {sid} reset")
         elif kind == 4 and not flags & 0x1:  # SETTINGS: acknowledged
+            for i in range(0, len(payload) - 5, 6):
+                if int.from_bytes(payload[i:i + 2], "big") == 1:  # HEADER_TABLE_SIZE
+                    # The next header block says so first (RFC 7541 4.2): a dormant
+                    # connection asks for 0, and refuses a block that ignores it.
+                    self.enc.header_table_size = int.from_bytes(payload[i + 2:i + 6], "big")
+                    load._count(header_table_sizes=1)
             reply = frame(4, 0x1, 0)
         elif kind == 6 and not flags & 0x1:  # PING
             reply = frame(6, 0x1, 0, payload)

@@ -16,6 +16,7 @@ import h2.events
 import h2.settings
 
 import harness
+import load_clients
 from proxy_harness import Proxy
 
 
@@ -277,6 +278,23 @@ class H2DormancyAfterStreams(Sleepers):
         c.read_until(lambda: header_table_sizes(c) == [0, 4096], "the table given back")
         self.assertEqual(c.get("/hello")[0], b"hello world\n")
         self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+
+class H2DormancyUnderLoad(Sleepers):
+    """Under load_clients.H2Load (eight streams at a time on each of four connections), a
+    connection sleeps whenever its client pauses 10 ms with every stream answered: each time
+    the proxy first asks for an empty HPACK table, which the client's next header block must
+    acknowledge (RFC 7541 4.2). The tests that reload under load depend on that client."""
+    proxy_options = {"server_options": {"h2_sleep_after": "0.01"}}
+
+    def test_the_load_client_follows_the_table_size_and_loses_nothing(self):
+        load = load_clients.H2Load(self.proxy.port, connections=4, streams=8)
+        self.addCleanup(load.stop)
+        harness.wait_until(lambda: load.total() > 1000 and load.table_sizes() >= 20,
+                           timeout=60, what="a thousand requests and twenty table sizes")
+        r = load.stop()
+        self.assertEqual(r["failed"], 0, r)
+        self.assertEqual(r["goaways"], 0, r)
 
 
 if __name__ == "__main__":
