@@ -167,6 +167,8 @@ class Http2Client(threading.Thread):
                             peer_window = value
                         elif key == 5:
                             max_frame = value
+                        elif key == 1:  # HEADER_TABLE_SIZE: said first in the next block
+                            enc.header_table_size = value
                     out.extend(frame(SETTINGS, 1, 0))
                 elif ftype == WINDOW_UPDATE:
                     inc = struct.unpack(">I", payload)[0] & 0x7FFFFFFF
