@@ -344,6 +344,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st));
   me->link(st);
   me->header_block_since_ = ev_now(me->conn_.loop());
+  me->header_block_stream_ = f->hd.stream_id;
   return 0;
 }
 
@@ -466,9 +467,12 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, id, nullptr));
   me->glitches_.stream_closed();
   me->unlink(st);
+  // Reset inside its header block (a field HTTP/2 forbids, a block over the limit): nghttp2
+  // delivers no END_HEADERS, and the deadline must not outlive the stream and cut the others.
+  if (id == me->header_block_stream_)
+    me->header_block_since_ = 0;
   if (me->streams_.empty()) {
-    me->header_block_since_ = 0; // a stream reset inside its header block
-    me->conn_.touch();           // the keep-alive wait starts now
+    me->conn_.touch(); // the keep-alive wait starts now
     me->quiet_since_ = ev_now(me->conn_.loop());
     if (ev_tstamp after = me->conn_.context().limits().h2_sleep_after; after > 0)
       me->conn_.check_within(after);

@@ -127,6 +127,7 @@ private:
   Streams streams_;                      // open streams, for aborting them on close
   std::vector<Http2Exchange*> writable_; // streams to tell they may produce again
   ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
+  int32_t header_block_stream_ = 0;      // ...on this stream, whose close ends the wait too
   // OPEN -> DRAINING -> CLOSING; any but FAILED -> FAILED.
   void set_lifecycle(Lifecycle next);
   GlitchBudget glitches_;

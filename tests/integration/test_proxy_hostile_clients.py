@@ -20,7 +20,9 @@ import h2.events
 import h2.settings
 import hpack
 
+import h2_frames
 import harness
+from h2_frames import END_HEADERS, END_STREAM, GOAWAY, HEADERS, RST_STREAM, SETTINGS
 from proxy_harness import Proxy
 
 SEND_TIMEOUT = 2
@@ -316,6 +318,29 @@ class HeaderDeadline(unittest.TestCase):
         elapsed = wait_closed(s, 8)
         self.assertGreater(elapsed, 1.5)
         self.assertLess(elapsed, 4)
+
+    def test_a_stream_reset_inside_its_header_block_leaves_no_deadline_behind(self):
+        # Stream 3's header block carries a field HTTP/2 forbids: nghttp2 resets the stream
+        # before the block is delivered. Its header deadline must go with it, or it would
+        # end the connection, and stream 1 still waiting for its answer, 2 s later.
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        reader = h2_frames.FrameReader(self, s)
+        enc = hpack.Encoder()
+        base = [(":method", "GET"), (":scheme", "http"), (":authority", "x")]
+        slow = enc.encode(base + [(":path", "/delay?ms=4000")])
+        bad = enc.encode(base + [(":path", "/hello"), ("connection", "close")])
+        flags = END_STREAM | END_HEADERS
+        s.sendall(h2_frames.PREFACE + h2_frames.frame(SETTINGS, 0, 0) +
+                  h2_frames.frame(HEADERS, flags, 1, slow) + h2_frames.frame(HEADERS, flags, 3, bad))
+        self.assertTrue(reader.wait_stream_end(3), "stream 3 not reset")
+        self.assertIn((RST_STREAM, 3), [(t, sid) for t, _, sid, _ in list(reader.frames)])
+        self.assertTrue(reader.wait_stream_end(1, timeout=10),
+                        f"stream 1 cut: GOAWAY codes {reader.goaway_codes()}")
+        kinds = [t for t, _, _, _ in list(reader.frames)]
+        ended = next(i for i, (t, f, sid, _) in enumerate(list(reader.frames))
+                     if sid == 1 and f & END_STREAM)
+        self.assertNotIn(GOAWAY, kinds[:ended])
 
     def test_idle_h2_connection_kept_busy_with_pings_is_closed(self):
         start = time.monotonic()  # the idle clock starts once the connection is accepted
