@@ -43,7 +43,7 @@ void Http1UpstreamConnection::attach(UpstreamStreamListener* client, bool head_r
     ev_io_start(pool_.loop(), &rev_);
     last_read_ = ev_now(pool_.loop());
     reused_after_idle_ = last_read_ - idle_since;
-    arm_timer(pool_.cluster().response_timeout);
+    arm_timer(pool_.first_timer_check());
   }
 }
 
@@ -181,7 +181,7 @@ void Http1UpstreamConnection::on_established() {
   pool_.metrics().connect.observe(connect_seconds_);
   ev_io_start(pool_.loop(), &rev_);
   last_read_ = ev_now(pool_.loop());
-  arm_timer(pool_.cluster().response_timeout);
+  arm_timer(pool_.first_timer_check());
   flush();
 }
 

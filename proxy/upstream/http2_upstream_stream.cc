@@ -89,7 +89,8 @@ void Http2UpstreamStream::send_head(const http::RequestHead& req, BodyFraming fr
     set_request(has_body ? Request::BODY : Request::SENT);
   }
   last_activity_ = ev_now(conn_.pool_.loop());
-  timer_.repeat = conn_.pool_.cluster().response_timeout;
+  timer_.repeat =
+      has_body ? conn_.pool_.first_timer_check() : conn_.pool_.cluster().response_timeout;
   ev_timer_again(conn_.pool_.loop(), &timer_);
   conn_.want_flush();
 }

@@ -48,6 +48,11 @@ public:
   }
   core::DeferredQueue& deferred() const { return deferred_; }
   const config::ClusterConfig& cluster() const { return cluster_; }
+  // An exchange's timer first looks this soon: its on_timer then works out which limit applies
+  // (send_timeout while the request goes up, response_timeout once it is sent) and re-arms.
+  double first_timer_check() const {
+    return std::min(cluster_.send_timeout, cluster_.response_timeout);
+  }
   metrics::ClusterMetrics& metrics() { return metrics_; }
   ConnectionPool& connections() { return *conns_; }
   uint64_t connects() const { return connects_; }

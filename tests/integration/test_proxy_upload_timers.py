@@ -23,6 +23,8 @@ PAUSE = 0.25  # 2.5 s of upload against a response_timeout of 1 s
 PIECE = b"p" * 1000
 RESPONSE_TIMEOUT = 1
 SEND_TIMEOUT = 2.5  # far enough from RESPONSE_TIMEOUT for the time of a 504 to tell them apart
+# The other way round: a send_timeout well below response_timeout must fire at its own time.
+SHORT_SEND_TIMEOUT, LONG_RESPONSE_TIMEOUT = 1, 8
 
 
 class UploadTimers(unittest.TestCase):
@@ -35,6 +37,7 @@ class UploadTimers(unittest.TestCase):
         cls.origins = [Http1Origin(), H2cOrigin()]
         cls.proxies = {}
         cls.delay_proxies = {}
+        cls.short_send_proxies = {}
         try:
             for protocol, origin in zip(("http1", "h2c"), cls.origins):
                 cls.proxies[protocol] = Proxy(
@@ -42,6 +45,11 @@ class UploadTimers(unittest.TestCase):
                     cluster_options={"protocol": f'"{protocol}"',
                                      "response_timeout": RESPONSE_TIMEOUT,
                                      "send_timeout": SEND_TIMEOUT})
+                cls.short_send_proxies[protocol] = Proxy(
+                    [origin.endpoint], workers=1,
+                    cluster_options={"protocol": f'"{protocol}"',
+                                     "response_timeout": LONG_RESPONSE_TIMEOUT,
+                                     "send_timeout": SHORT_SEND_TIMEOUT})
                 cls.delay_proxies[protocol] = Proxy(
                     [f"unix:{cls.backend.sock_path}"], workers=1,
                     cluster_options={"protocol": f'"{protocol}"', "response_timeout": 1})
@@ -51,7 +59,8 @@ class UploadTimers(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in [*cls.proxies.values(), *cls.delay_proxies.values()]:
+        for p in [*cls.proxies.values(), *cls.delay_proxies.values(),
+                  *cls.short_send_proxies.values()]:
             p.stop()
         for o in cls.origins:
             o.stop()
@@ -121,6 +130,15 @@ class UploadTimers(unittest.TestCase):
                 # have fired RESPONSE_TIMEOUT after it (or after the head, sent just before).
                 self.assertGreater(waited, SEND_TIMEOUT - 0.2)
                 self.assertLess(waited, SEND_TIMEOUT + 4)
+
+    def test_a_send_timeout_shorter_than_response_timeout_fires_at_its_own_time(self):
+        for protocol, proxy in self.short_send_proxies.items():
+            with self.subTest(upstream=protocol):
+                r, waited = self.slow_h1_upload(proxy, 1, finish=False)
+                self.assertEqual(r.status, 504, r)
+                self.assertGreater(waited, SHORT_SEND_TIMEOUT - 0.2)
+                self.assertLess(waited, LONG_RESPONSE_TIMEOUT - 3,
+                                "cut by the response timer's first firing, not send_timeout")
 
     def test_response_timeout_still_runs_after_the_upload(self):
         for protocol, proxy in self.delay_proxies.items():
