@@ -86,6 +86,7 @@ void Http1ConnectionPool::release(Http1UpstreamConnection* u, bool reusable,
       u->close(); // on_closed serves the waiter with a fresh connection
       return;
     }
+    u->idle_since = ev_now(owner_.loop()); // idle for no time: if it dies, nothing is learned
     hand_to(u, owner_.take_waiter());
     return;
   }
@@ -131,6 +132,15 @@ void Http1ConnectionPool::push_idle(Http1UpstreamConnection* u) {
   idle_.push_front(u);
   ++idle_count_;
   owner_.publish();
+  // A shorter Keep-Alive hint than those before it: the timer comes forward for this one.
+  struct ev_loop* loop = owner_.loop();
+  if (ev_is_active(&idle_timer_) &&
+      u->idle_until < ev_now(loop) + ev_timer_remaining(loop, &idle_timer_)) {
+    ev_timer_stop(loop, &idle_timer_);
+    ev_timer_set(&idle_timer_, std::max(0.05, u->idle_until - ev_now(loop)), 0);
+    ev_timer_start(loop, &idle_timer_);
+    return;
+  }
   arm_idle_timer();
 }
 
