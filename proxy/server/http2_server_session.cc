@@ -465,6 +465,12 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
     return 0;
   auto* me = self(ud);
   PORTICO_NGHTTP2_MUST(nghttp2_session_set_stream_user_data(s, id, nullptr));
+  // Request DATA held back while the stream was paused: the stream's window goes with it, the
+  // connection's must come back, or a few such streams leave no window for any upload.
+  if (st->unconsumed_ > 0) {
+    PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(s, st->unconsumed_));
+    st->unconsumed_ = 0;
+  }
   me->glitches_.stream_closed();
   me->unlink(st);
   // Reset inside its header block (a field HTTP/2 forbids, a block over the limit): nghttp2
