@@ -100,6 +100,14 @@ void Http2ServerSession::try_sleep() {
   if (!session_ || lifecycle_ != Lifecycle::OPEN || upgraded_stream_ || !streams_.empty() ||
       nghttp2_session_want_write(session_) || !nghttp2_session_want_read(session_))
     return;
+  // Request DATA taken and not yet acknowledged (nghttp2 acknowledges in halves of the window):
+  // a new session would owe it nothing, and the client's window would stay that much short
+  // for good. Acknowledged first; the sleep follows once that is written.
+  if (int32_t owed = nghttp2_session_get_effective_recv_data_length(session_); owed > 0) {
+    PORTICO_NGHTTP2_MUST(nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE, 0, owed));
+    want_write();
+    return;
+  }
   if (!prelude_kept_) {
     if (!may_sleep_used())
       return;

@@ -229,6 +229,18 @@ class H2DormancyAfterStreams(Sleepers):
         self.assertEqual(c.get("/echo", "POST", upload)[0], upload)
         self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
 
+    def test_uploads_between_sleeps_leave_the_clients_window_whole(self):
+        # nghttp2 acknowledges request DATA in WINDOW_UPDATEs of half the 16 MiB connection
+        # window: 5 MiB consumed and not yet acknowledged must be acknowledged before the
+        # session goes, or each sleep takes that much from the client's window for good and
+        # the fourth upload waits for a WINDOW_UPDATE that never comes.
+        c = self.connect()
+        upload = bytes(range(256)) * (5 * 4096)
+        for cycle in range(4):
+            self.assertEqual(c.get("/echo", "POST", upload)[0], upload, f"upload {cycle}")
+            self.asleep(c)
+        self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
     def test_the_connection_window_left_is_kept_across_the_sleep(self):
         # 30,000 bytes leave the connection window at 35,535: python3-h2 sends WINDOW_UPDATE
         # only once half of it is spent. A new session that assumed 65,535 would send 65,535
