@@ -223,7 +223,9 @@ void Http2ServerSession::on_timeout() {
     wake(); // for the GOAWAY
   PORTICO_NGHTTP2_MUST(nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR));
   want_write();
-  conn_.close_after_flush(false);
+  // Lingering: a request the client sent before it read the GOAWAY, unread, would make the
+  // close a reset, which can destroy the GOAWAY and the last-stream-id it tells the client.
+  conn_.close_after_flush(true);
 }
 
 void Http2ServerSession::on_close() {
