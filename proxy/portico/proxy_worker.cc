@@ -13,6 +13,9 @@ namespace {
 // How often old generations are looked at while some are left: freeing them is not urgent,
 // and looking costs two loads each.
 constexpr ev_tstamp kRetireCheck = 0.25;
+// A stop closes lingering (ServerContext::close_all_lingering); clients that neither read nor
+// close are cut after this long.
+constexpr ev_tstamp kStopLinger = 1.0;
 
 // Each listener index of old's its index in next, by socket; -1 for one next has not.
 std::vector<int> listener_map(const config::Config& old, const config::Config& next) {
@@ -48,6 +51,8 @@ ProxyWorker::ProxyWorker(int index, int count, GenerationSpec first, struct ev_l
   heartbeat_timer_.data = this;
   ev_init(&retire_, retire_cb);
   retire_.data = this;
+  ev_init(&stop_timer_, stop_cb);
+  stop_timer_.data = this;
 }
 
 void ProxyWorker::enable_heartbeat(double every) {
@@ -79,6 +84,7 @@ void ProxyWorker::tear_down() {
   deferred_.reset();
   ev_timer_stop(loop_, &heartbeat_timer_);
   ev_timer_stop(loop_, &retire_);
+  ev_timer_stop(loop_, &stop_timer_);
 }
 
 void ProxyWorker::start_accepting(const GenerationSpec& spec) {
@@ -181,10 +187,14 @@ void ProxyWorker::report() {
 void ProxyWorker::on_async() {
   int cmd = command_.load();
   if (cmd == 2) {
+    if (stopping_)
+      return;
+    stopping_ = true;
     acceptors_.clear();
     quic_.clear();
-    ctx_->close_all();
-    ev_break(loop_, EVBREAK_ALL);
+    ctx_->close_all_lingering([this] { ev_break(loop_, EVBREAK_ALL); });
+    ev_timer_set(&stop_timer_, kStopLinger, 0);
+    ev_timer_start(loop_, &stop_timer_);
     return;
   }
   std::vector<GenerationSpec> pending;
@@ -234,6 +244,11 @@ void ProxyWorker::apply(GenerationSpec spec) {
   }
   report();
   retire_unused();
+}
+
+void ProxyWorker::stop_cb(struct ev_loop* loop, ev_timer* w, int) {
+  static_cast<ProxyWorker*>(w->data)->ctx_->close_all();
+  ev_break(loop, EVBREAK_ALL);
 }
 
 void ProxyWorker::retire_cb(struct ev_loop*, ev_timer* w, int) {

@@ -58,7 +58,8 @@ public:
   // From the admin thread: the caches drop what job asks, on this worker's loop; the last
   // worker to finish wakes the admin loop (cache_purge.h).
   void purge(std::shared_ptr<PurgeJob> job);
-  // From any thread: close everything now and end the loop.
+  // From any thread: each connection's last words and a lingering close (at most
+  // kStopLinger), then the loop ends.
   void stop();
   void join();
   bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -71,6 +72,7 @@ private:
   static void async_cb(struct ev_loop* loop, ev_async* w, int revents);
   static void heartbeat_cb(struct ev_loop* loop, ev_timer* w, int revents);
   static void retire_cb(struct ev_loop* loop, ev_timer* w, int revents);
+  static void stop_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_async();
   void apply(GenerationSpec spec);
   void start_accepting(const GenerationSpec& spec);
@@ -93,6 +95,8 @@ private:
   std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
   std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_; // one per QUIC listener socket
   ev_timer retire_; // while old generations are left: looks whether they are unused
+  ev_timer stop_timer_; // a stop's lingering closes: how long the loop waits for them at most
+  bool stopping_ = false;
   ev_async async_;
   std::atomic<int> command_{0}; // 1 drain, 2 stop
   std::atomic<bool> goodbye_{false};

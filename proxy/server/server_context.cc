@@ -200,6 +200,17 @@ void ServerContext::goodbye() {
     c->goodbye();
 }
 
+void ServerContext::close_all_lingering(std::function<void()> on_closed) {
+  draining_ = true;
+  on_drained_ = std::move(on_closed);
+  std::vector<ClientConnection*> all = connections_; // closing edits the list
+  for (ClientConnection* c : all) {
+    c->last_words();
+    c->close_after_flush(true);
+  }
+  check_drained();
+}
+
 void ServerContext::close_all() {
   std::vector<ClientConnection*> all = connections_;
   for (ClientConnection* c : all) {

@@ -158,6 +158,10 @@ public:
   void goodbye();
   // Closes every connection at once.
   void close_all();
+  // The end of a stop: each connection's last words (RST_STREAM CANCEL on HTTP/2), then a
+  // lingering close, so that what a client sent meanwhile is read and dropped rather than
+  // answered with a reset that can destroy them. on_closed runs once none is left.
+  void close_all_lingering(std::function<void()> on_closed);
 
   // A reload (Envoy's model rather than a drain): every request from now on, on connections
   // old and new, goes to handler under limits; exchanges under way finish with the handler

@@ -4,15 +4,19 @@ client and to the origin, each between two frames of its direction, and the tunn
 origin closes. Before, such a tunnel was cut at the end of grace_period with no close frame."""
 import asyncio
 import os
+import select
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 import unittest
 
 import websockets
 
+import h2_frames
 import harness
+from h2_frames import END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, RST_STREAM, SETTINGS
 from harness import wait_until
 from proxy_harness import PORTICO, Proxy, toml_string
 from test_proxy_grpc import GrpcServer
@@ -176,6 +180,43 @@ class GrpcAtTheEnd(GoodbyeBase, unittest.TestCase):
         self.assertEqual(call.error.code().name, "CANCELLED", call.error)
         self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
         self.assertIn("grace period over", proxy.process.read_log())
+
+    def test_the_last_words_are_followed_by_a_close_that_lingers(self):
+        # The stream's CANCEL, then the FIN; a frame the client sent meanwhile is read and
+        # dropped, not answered with a reset (which can destroy the CANCEL on a network, and
+        # makes a gRPC client that writes first report UNAVAILABLE, not CANCELLED).
+        backend = harness.Backend(workers=1)
+        self.addCleanup(backend.stop)
+        proxy = Proxy([f"127.0.0.1:{backend.port}"], workers=1,
+                      server_options={"grace_period": 1})
+        self.addCleanup(proxy.stop)
+        s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(h2_frames.PREFACE + h2_frames.frame(SETTINGS, 0, 0) + h2_frames.frame(
+            HEADERS, END_STREAM | END_HEADERS, 1, h2_frames.request_block("/delay?ms=5000")))
+        wait_until(lambda: proxy.metric("portico_upstream_connections", cluster="app",
+                                        state="busy") == 1, what="the request upstream")
+        os.kill(proxy.pid, signal.SIGTERM)
+        got = b""
+        while True:
+            data = s.recv(65536)  # until the FIN, at the end of the grace period
+            if not data:
+                break
+            got += data
+        frames = []
+        while len(got) >= 9:
+            n = int.from_bytes(got[:3], "big")
+            frames.append((got[3], int.from_bytes(got[5:9], "big"), got[9:9 + n]))
+            got = got[9 + n:]
+        self.assertIn(GOAWAY, [t for t, _, _ in frames])
+        self.assertIn((RST_STREAM, 1, (8).to_bytes(4, "big")), frames)  # CANCEL
+        s.sendall(h2_frames.frame(PING, 0, 0, b"12345678"))
+        poller = select.poll()
+        poller.register(s, select.POLLERR)
+        self.assertFalse(any(e & select.POLLERR for _, e in poller.poll(500)),
+                         "the frame sent after the CANCEL was answered with a reset")
+        s.close()
+        self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
 
 
 class Upgrade(GoodbyeBase, unittest.TestCase):
