@@ -94,7 +94,7 @@ private:
   std::unique_ptr<server::ServerContext> ctx_;
   std::vector<std::unique_ptr<server::Acceptor>> acceptors_;
   std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_; // one per QUIC listener socket
-  ev_timer retire_; // while old generations are left: looks whether they are unused
+  ev_timer retire_;     // while old generations are left: looks whether they are unused
   ev_timer stop_timer_; // a stop's lingering closes: how long the loop waits for them at most
   bool stopping_ = false;
   ev_async async_;
