@@ -36,14 +36,23 @@ ev_tstamp Http2ServerSession::oldest_send_wait() const {
 }
 
 void Http2ServerSession::expire_send_waits(ev_tstamp before) {
-  for (Http2Exchange* st = streams_.front(); st; st = Streams::next(st))
-    if (st->send_waiting_since_ > 0 && st->send_waiting_since_ <= before) {
-      // The client keeps this stream's window shut: the stream goes, the connection and its
-      // other streams stay. The upstream side is released when the reset closes the stream.
-      st->send_waiting_since_ = 0;
-      conn_.context().stats().count(ClientTimeout::STREAM_SEND);
-      reset_stream(*st, NGHTTP2_CANCEL);
+  for (Http2Exchange* st = streams_.front(); st; st = Streams::next(st)) {
+    if (st->send_waiting_since_ == 0 || st->send_waiting_since_ > before)
+      continue;
+    // With both windows open the stream waits for its turn among the connection's others
+    // (nghttp2 frames a few at a time), or for the socket, which the connection's own
+    // send_timeout judges: the client is not holding it back, its clock starts again.
+    if (nghttp2_session_get_remote_window_size(session_) > 0 &&
+        nghttp2_session_get_stream_remote_window_size(session_, st->id_) > 0) {
+      st->send_waiting_since_ = ev_now(conn_.loop());
+      continue;
     }
+    // The client keeps a window shut: the stream goes, the connection and its other streams
+    // stay. The upstream side is released when the reset closes the stream.
+    st->send_waiting_since_ = 0;
+    conn_.context().stats().count(ClientTimeout::STREAM_SEND);
+    reset_stream(*st, NGHTTP2_CANCEL);
+  }
 }
 
 int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_hd* hd, void* ud) {

@@ -270,6 +270,49 @@ class TlsHandshakeDeadline(unittest.TestCase):
                    what="the header timeout counted")
 
 
+class H2StreamTurns(unittest.TestCase):
+    """send_timeout on an HTTP/2 stream cuts one whose window the client keeps shut, not one
+    that waits for the proxy to frame the connection's other streams."""
+
+    def setUp(self):
+        self.backend = harness.Backend(workers=2)
+        self.addCleanup(self.backend.stop)
+        self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=1,
+                           server_options={"send_timeout": SEND_TIMEOUT})
+        self.addCleanup(self.proxy.stop)
+
+    def test_h2_streams_waiting_their_turn_behind_others_are_not_cut(self):
+        # Thirty downloads of 4 MB on one connection, read steadily at about 2 MB/s with every
+        # window open: the proxy frames a few streams at a time, and the others wait their
+        # turn for longer than send_timeout. The client keeps no window shut: none may be cut
+        # for that. (Read for send_timeout and 3 s more, not to the end: 120 MB.)
+        before = timeouts(self.proxy, "h2_stream_send")
+        sock = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(sock.close)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2**31 - 1})
+        conn.increment_flow_control_window(2**31 - 1 - 65535)
+        for _ in range(30):
+            conn.send_headers(conn.get_next_available_stream_id(),
+                              [(":method", "GET"), (":scheme", "http"), (":authority", "x"),
+                               (":path", "/bytes?n=4000000")], end_stream=True)
+        sock.sendall(conn.data_to_send())
+        received, start = 0, time.monotonic()
+        while time.monotonic() - start < SEND_TIMEOUT + 3:
+            data = sock.recv(65536)
+            self.assertTrue(data, "the proxy closed the connection")
+            received += len(data)
+            for e in conn.receive_data(data):
+                self.assertNotIsInstance(e, h2.events.StreamReset,
+                                         f"a stream cut after {received} bytes in all")
+            sock.sendall(conn.data_to_send())
+            time.sleep(len(data) / 2e6)  # the client's pace: about 2 MB/s
+        self.assertGreater(received, 4_000_000)
+        self.assertEqual(timeouts(self.proxy, "h2_stream_send"), before)
+
+
 class HeaderDeadline(unittest.TestCase):
     """header_timeout runs from a request head's first byte, however slowly it comes."""
 
