@@ -11,8 +11,10 @@
 #include <cassert>
 #include <cerrno>
 #include <cstring>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -461,8 +463,10 @@ void ClientConnection::flush() {
     ev_io_start(loop(), &wev_);
     // The clock runs from the last write that moved bytes (nginx's send_timeout), so a client
     // that reads slowly but steadily is never cut.
-    if (after < before || send_waiting_since_ == 0)
+    if (after < before || send_waiting_since_ == 0) {
       send_waiting_since_ = ev_now(loop());
+      send_queued_at_wait_ = socket_queued();
+    }
   }
   // A finished file always counts: a pipelined request may wait for it however short it was.
   if (((was_high && after < Exchange::kLowWatermark) || (had_file && file_fd_ < 0)) && session_)
@@ -498,6 +502,11 @@ void ClientConnection::linger_read() {
   // lingering is there to avoid.
 }
 
+int ClientConnection::socket_queued() const {
+  int n = 0;
+  return ::ioctl(fd_, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
 void ClientConnection::on_timer() {
   if (close_state_ == CloseState::LINGERING) {
     close_now();
@@ -505,6 +514,15 @@ void ClientConnection::on_timer() {
   }
   ev_tstamp now = ev_now(loop());
   const auto& l = ctx_.limits();
+  if (send_waiting_since_ > 0 && now + kSlack >= send_waiting_since_ + l.send_timeout) {
+    // The kernel says the socket is writable again only once much of what it holds is gone,
+    // which a client reading slowly but steadily may take longer than send_timeout to free:
+    // bytes it took from the socket meanwhile are progress, and the clock starts again.
+    if (int queued = socket_queued(); queued >= 0 && queued < send_queued_at_wait_) {
+      send_waiting_since_ = now;
+      send_queued_at_wait_ = queued;
+    }
+  }
   if (send_waiting_since_ > 0 && now + kSlack >= send_waiting_since_ + l.send_timeout) {
     ctx_.stats().count(ClientTimeout::SEND);
     // A reset, not a FIN: the kernel would otherwise keep sending what the socket holds (up to

@@ -139,6 +139,8 @@ private:
   // Sets the timer for the nearest deadline, and no later than check_interval() from now so
   // that state changes which do not touch the timer are seen in time.
   void rearm_timer();
+  // What the socket holds unsent or unacknowledged (SIOCOUTQ), or -1.
+  int socket_queued() const;
   void process_input();
   bool detect_protocol();
   void flush();
@@ -169,6 +171,7 @@ private:
   ev_tstamp last_activity_ = 0;
   ev_tstamp first_byte_ = 0;         // before a session exists: when its first byte came
   ev_tstamp send_waiting_since_ = 0; // output waiting, and no byte of it taken since
+  int send_queued_at_wait_ = -1;     // ...and what the socket held unsent then (SIOCOUTQ)
   ev_tstamp idle_timeout_;
   core::Block* in_ = nullptr;
   core::ByteQueue output_;

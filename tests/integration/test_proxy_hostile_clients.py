@@ -155,6 +155,23 @@ class SlowReaders(unittest.TestCase):
         harness.wait_until(lambda: busy_upstream(self.proxy) == 0, what="upstream released")
         wait_closed(s, 10)
 
+    def test_h1_reader_that_reads_slowly_but_steadily_is_not_cut(self):
+        # 200 kB/s, steadily: the kernel says the socket is writable again only once much of
+        # what it holds (megabytes here) has gone, which at this pace takes far longer than
+        # send_timeout. The client takes bytes all along: it must not be cut. (Much slower,
+        # its window opens too seldom for the proxy to see it move within 2 s.)
+        before = timeouts(self.proxy, "client_send")
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(f"GET {HUGE} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        received, start = 0, time.monotonic()
+        while time.monotonic() - start < SEND_TIMEOUT + 4:
+            data = s.recv(20480)
+            self.assertTrue(data, f"cut after {received} bytes")
+            received += len(data)
+            time.sleep(0.1)  # the client's pace
+        self.assertEqual(timeouts(self.proxy, "client_send"), before)
+
     def test_four_readers_on_four_connections_do_not_starve_a_normal_request(self):
         socks = [slow_reader(self.proxy.port) for _ in range(4)]
         for s in socks:
