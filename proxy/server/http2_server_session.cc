@@ -161,8 +161,10 @@ size_t Http2ServerSession::on_input(const char* data, size_t len) {
       return len;
   }
   ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
-  if (rv > 0)
+  if (rv > 0) {
     keep_prelude(data, static_cast<size_t>(rv));
+    frames_in_.consume(data, static_cast<size_t>(rv));
+  }
   if (rv < 0) {
     // A GOAWAY before the close, also for a bad client preface (RFC 9113 3.4); where one is
     // queued already (ENHANCE_YOUR_CALM, nghttp2's own) this one is not sent. FLOODED: more

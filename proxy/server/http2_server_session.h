@@ -6,6 +6,7 @@
 // WINDOW_UPDATE only once its consumer has taken it.
 #include "core/intrusive_list.h"
 #include "http/response_head.h"
+#include "server/h2_frame_boundary.h"
 #include "server/h2_glitch_budget.h"
 #include "server/h2_stream_ids.h"
 #include "server/h2c_upgrade.h"
@@ -132,6 +133,7 @@ private:
   void set_lifecycle(Lifecycle next);
   GlitchBudget glitches_;
   ClientStreamIds stream_ids_;
+  H2FrameBoundary frames_in_; // no sleep with a frame half received
   static constexpr size_t kPreludeMax = 256;
   bool prelude_kept_ = true;        // prelude_ holds everything the client sent: dormancy allowed
   bool replaying_ = false;          // wake() feeds the prelude again: no glitch is counted twice

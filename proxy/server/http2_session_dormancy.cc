@@ -98,7 +98,8 @@ bool Http2ServerSession::may_sleep_used() {
 
 void Http2ServerSession::try_sleep() {
   if (!session_ || lifecycle_ != Lifecycle::OPEN || upgraded_stream_ || !streams_.empty() ||
-      nghttp2_session_want_write(session_) || !nghttp2_session_want_read(session_))
+      nghttp2_session_want_write(session_) || !nghttp2_session_want_read(session_) ||
+      !frames_in_.at_boundary())
     return;
   // Request DATA taken and not yet acknowledged (nghttp2 acknowledges in halves of the window):
   // a new session would owe it nothing, and the client's window would stay that much short

@@ -8,13 +8,16 @@ sleepers."""
 import signal
 import socket
 import ssl
+import time
 import unittest
 
 import h2.config
 import h2.connection
 import h2.events
 import h2.settings
+import hpack
 
+import h2_frames
 import harness
 import load_clients
 from proxy_harness import Proxy
@@ -228,6 +231,36 @@ class H2DormancyAfterStreams(Sleepers):
         upload = bytes(range(256)) * (3 * 4096)
         self.assertEqual(c.get("/echo", "POST", upload)[0], upload)
         self.assertFalse(any(isinstance(e, h2.events.ConnectionTerminated) for e in c.events))
+
+    def test_a_frame_half_received_keeps_the_session_awake(self):
+        # A client that indexes nothing (our HPACK table stays empty, so the session sleeps
+        # without asking for it) sends half a PING, its header and 3 of 8 bytes, and the rest
+        # later: a session that slept in between would lose the first half and read the rest
+        # as a frame header.
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        reader = h2_frames.FrameReader(self, s)
+        block = hpack.Encoder().encode([hpack.NeverIndexedHeaderTuple(n, v) for n, v in (
+            (":method", "GET"), (":scheme", "http"), (":authority", "x"), (":path", "/hello"))])
+        s.sendall(h2_frames.PREFACE + h2_frames.frame(h2_frames.SETTINGS, 0, 0))
+        harness.wait_until(lambda: any(t == h2_frames.SETTINGS and not f & 1
+                                       for t, f, _, _ in list(reader.frames)),
+                           what="the proxy's SETTINGS")
+        s.sendall(h2_frames.frame(h2_frames.SETTINGS, 1, 0) +
+                  h2_frames.frame(h2_frames.HEADERS, 0x5, 1, block))
+        self.assertTrue(reader.wait_stream_end(1), "no answer")
+        harness.wait_until(lambda: sleepers(self.proxy) == 1, what="asleep after the stream")
+        ping = h2_frames.frame(h2_frames.PING, 0, 0, b"12345678")
+        s.sendall(ping[:12])
+        harness.wait_until(lambda: sleepers(self.proxy) == 0, what="woken by the first half")
+        deadline = time.monotonic() + 0.5  # ten times h2_sleep_after: it must not sleep
+        while time.monotonic() < deadline:
+            self.assertEqual(sleepers(self.proxy), 0, "asleep with half a frame read")
+        s.sendall(ping[12:])
+        harness.wait_until(lambda: any(t == h2_frames.PING and f & 1
+                                       for t, f, _, _ in list(reader.frames)),
+                           what="the PING's answer")
+        self.assertNotIn(h2_frames.GOAWAY, [t for t, _, _, _ in list(reader.frames)])
 
     def test_uploads_between_sleeps_leave_the_clients_window_whole(self):
         # nghttp2 acknowledges request DATA in WINDOW_UPDATEs of half the 16 MiB connection
