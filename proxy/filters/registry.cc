@@ -3,22 +3,22 @@
 // metrics::WorkerMetrics&), and its line here: X(NAME, BUILT_IN) when it reads built-in
 // [[route]] keys only, X(NAME, OWN_KEY) when its folder also defines `const
 // config::RouteSettingsReader settings_NAME` for a key of its own (config/route_settings.h).
-// Where it goes: before the filters whose answers it must see (gRPC early, to map every local
-// reply; compression early, to compress what leaves), after those whose edits it must see. Rate
-// limits come first of all: a refused request costs nothing more. Then the cache: it keys the
-// request as the client sent it, stores what leaves (compressed once, not at every hit), and
-// answers a hit past every other filter.
+// Where it goes: before the filters whose answers it must see (gRPC first of all, to map every
+// local reply, a rate limit's refusal too; compression early, to compress what leaves), after
+// those whose edits it must see. Rate limits come next: a refused request costs nothing more.
+// Then the cache: it keys the request as the client sent it, stores what leaves (compressed
+// once, not at every hit), and answers a hit past every other filter.
 #include "filters/registry.h"
 
 namespace portico::filters {
 
 #define PORTICO_FILTERS(X)                                                                         \
-  X(rate_limit, OWN_KEY)        /* rate_limit: first; a refusal costs nothing more */              \
+  X(grpc, BUILT_IN)      /* gRPC: every local reply as grpc-status; grpc-timeout (HTTP/2) */       \
+  X(rate_limit, OWN_KEY) /* rate_limit: early; a refusal costs nothing more */                     \
   X(concurrency_limit, OWN_KEY) /* concurrency_limit: requests in flight per key */                \
   X(forward_auth, OWN_KEY)      /* forward_auth: asks an internal route first */                   \
   X(cache, OWN_KEY)             /* cache: stores what leaves, keys what comes */                   \
   X(compress, OWN_KEY)         /* compress: compresses what leaves (before the cache stores it) */ \
-  X(grpc, BUILT_IN)            /* gRPC local replies as grpc-status; grpc-timeout (HTTP/2) */      \
   X(route_timeout, BUILT_IN)   /* timeout: a deadline for the whole response */                    \
   X(retry_overrides, BUILT_IN) /* retry_on_reset, retry_non_idempotent */                          \
   X(redirect, BUILT_IN)        /* redirect: answered here */                                       \

@@ -58,6 +58,8 @@ class Grpc(unittest.TestCase):
             'protocol = "h2c"', "retry_on_reset = false", "",
             "[[route]]", 'path_prefix = "/test.Echo/"', 'cluster = "grpc"', "",
             "[[route]]", 'path_prefix = "/dead.Service/"', 'cluster = "dead"', "",
+            "[[route]]", 'path_prefix = "/limited.Service/"', 'cluster = "grpc"',
+            'rate_limit = { name = "calls", rate = "1r/m", key = "route" }', "",
             ""])
         self.proxy = Proxy([f"127.0.0.1:{self.backend.port}"], workers=2, tls=True,
                            routes_first=routes, catch_all=False)
@@ -102,6 +104,16 @@ class Grpc(unittest.TestCase):
         self.assertEqual((status, headers.get("grpc-status"), ended), ("200", "12", True))
         self.assertEqual(headers.get("content-type"), "application/grpc")
         self.assertEqual(headers.get("grpc-message"), "no route")
+
+    def test_a_refusal_of_an_earlier_filter_is_a_grpc_status_too(self):
+        # The rate limit answers 429 before any other filter runs; the gRPC mapping must see
+        # that answer as it sees every local reply (README: a trailers-only response).
+        raw_call(self.proxy.port, "/limited.Service/Call", "x")  # the one call a minute
+        status, headers, ended = raw_call(self.proxy.port, "/limited.Service/Call", "x")
+        self.assertEqual((status, headers.get("grpc-status"), ended), ("200", "14", True),
+                         headers)
+        self.assertEqual(headers.get("content-type"), "application/grpc")
+        self.assertEqual(headers.get("grpc-message"), "Too Many Requests")
 
     def test_grpc_timeout_is_the_proxys_deadline_too(self):
         # No client-side deadline here: only the proxy can end the call after 300 ms.
