@@ -36,7 +36,11 @@ private:
     loop_ = exchange().loop();
     request_time_ = now();
     if (!cache::safe_method(req.method)) {
-      unsafe_ = true; // answered with success, it invalidates (on_response_head)
+      // Answered with success, it invalidates (on_response_head) the key of the URL the client
+      // asked for: built now, before a later filter (prefix_rewrite) changes the target.
+      unsafe_ = true;
+      cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers,
+                       key_);
       return FilterStatus::CONTINUE;
     }
     if (req.method != "GET" && req.method != "HEAD")
@@ -354,8 +358,7 @@ private:
   void invalidate(std::span<const http::Header> fields) {
     const auto& req = exchange().request();
     thread_local std::string key;
-    cache::build_key(zone_.settings.key, req.scheme, req.authority, req.target, req.headers, key);
-    zone_.erase(key);
+    zone_.erase(key_);
     std::string_view origin = exchange().arena().join({req.scheme, "://", req.authority});
     for (const auto& f : fields) {
       if (f.name != "location" && f.name != "content-location")

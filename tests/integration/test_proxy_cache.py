@@ -49,6 +49,12 @@ cluster = "app"
 cache = { key_fields = ["x-forwarded-host"] }
 
 [[route]]
+path_prefix = "/rewritten/"
+cluster = "app"
+prefix_rewrite = "/"
+cache = true
+
+[[route]]
 path_prefix = "/"
 cluster = "app"
 cache = true
@@ -251,6 +257,15 @@ class Cache(unittest.TestCase):
         # Location is not a field the origin sends here: the URL alone went
         self.get(other)
         self.assertEqual(self.served(other), 1)
+
+    def test_an_unsafe_method_invalidates_the_url_asked_for_however_it_was_rewritten(self):
+        # The key is the client's URL; prefix_rewrite, after the cache, changes what goes
+        # upstream. A POST's invalidation must erase the key its GET was stored under.
+        client, upstream = q("/rewritten/inv-rw", cc="max-age=60"), q("/inv-rw", cc="max-age=60")
+        self.get(client)
+        self.get(client, method="POST", body=b"x")
+        self.get(client)
+        self.assertEqual(self.served(upstream), 3)
 
     def test_unkeyed_fields_cannot_poison_the_key(self):
         path = q("/poison", cc="max-age=60", echo="X-Forwarded-Host")
