@@ -497,6 +497,9 @@ void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_vie
 void ProxiedExchange::on_upstream_end() {
   set_state(State::FINISHED);
   up_ = nullptr;
+  // A client held back while its body waited for the upstream is read again: what it still
+  // sends is dropped, and the request after it must be read.
+  hold_client(kHeldByUpstream, false);
   cluster_->metrics().upstream.observe(ev_time() - phase_at_);
   // Each may close the exchange (this is then disposed of, not yet destroyed).
   if (chain_ && !tunnel_) {

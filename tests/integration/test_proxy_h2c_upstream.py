@@ -265,5 +265,48 @@ class H2cUpstream(unittest.TestCase):
         self.assertEqual(curl(proxy, "h2c", "/hello").status, 502)
 
 
+
+class ShutWindowOrigin(fake_origins._Origin):
+    """h2c that never gives back window (no WINDOW_UPDATE: 64 KiB of a request body go, no
+    more) and answers every request 200, without a body, as soon as its head is in."""
+
+    def serve(self, conn):
+        import h2.config
+        import h2.connection
+        import h2.events
+        h2conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        h2conn.initiate_connection()
+        conn.sendall(h2conn.data_to_send())
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                return
+            for ev in h2conn.receive_data(data):
+                if isinstance(ev, h2.events.RequestReceived):
+                    h2conn.send_headers(ev.stream_id, [(":status", "200"),
+                                                       ("content-length", "0")],
+                                        end_stream=True)
+            conn.sendall(h2conn.data_to_send())
+
+
+class EarlyAnswer(unittest.TestCase):
+    def test_a_client_held_back_for_its_body_is_read_again_once_the_answer_ends(self):
+        # The POST's body piles up for an upstream that takes none of it, so the proxy stops
+        # reading the client; the upstream's answer ends the exchange, and what the client
+        # sends next (the rest of the body, dropped, then a request) must be read again.
+        origin = ShutWindowOrigin()
+        self.addCleanup(origin.stop)
+        proxy = Proxy([origin.endpoint], workers=1, cluster_options={"protocol": '"h2c"'},
+                      server_options={"keepalive_timeout": 30})
+        self.addCleanup(proxy.stop)
+        with harness.connection(proxy.port, timeout=10) as (s, f):
+            body = b"b" * 330_000
+            s.sendall(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                      % len(body) + body)
+            self.assertEqual(harness.read_http1_response(f).status, 200)
+            s.sendall(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(harness.read_http1_response(f).status, 200,
+                             "the next request on the connection was never read")
+
 if __name__ == "__main__":
     unittest.main()
