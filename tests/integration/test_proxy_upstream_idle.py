@@ -72,9 +72,10 @@ class TimingOrigin(_Origin):
                     self.dropped = True
                     self.note(n, "eof", None)  # ours: the proxy's close is not timed
                     return
+                # Noted before it goes: the client may act on the answer at once.
+                self.note(n, "answer", path)
                 conn.sendall(f"HTTP/1.1 200 OK\r\n{fields}Content-Length: 3\r\n\r\nok\n"
                              .encode())
-                self.note(n, "answer", path)
         finally:
             f.close()
 
