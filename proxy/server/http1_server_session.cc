@@ -523,8 +523,12 @@ void Http1ServerSession::on_eof() {
   // Otherwise the response in progress finishes first (a half-closed client still reads).
 }
 
+bool Http1ServerSession::answered_before_body_end() const {
+  return state_ == State::REQUEST && ex_.response_ended_ && !ex_.request_ended_;
+}
+
 void Http1ServerSession::on_timeout() {
-  if (in_exchange())
+  if (in_exchange() && !answered_before_body_end())
     return; // the handler owns the pace of a running exchange
   if (state_ == State::HEAD)
     send_error(408);

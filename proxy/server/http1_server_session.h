@@ -67,7 +67,11 @@ public:
 
   size_t on_input(const char* data, size_t len) override;
   void on_eof() override;
-  bool idle() const override { return state_ == State::IDLE || state_ == State::OUTPUT_FULL; }
+  // Between requests, or answered while the rest of its body is still to come: no handler
+  // paces the connection, keepalive_timeout does.
+  bool idle() const override {
+    return state_ == State::IDLE || state_ == State::OUTPUT_FULL || answered_before_body_end();
+  }
   ev_tstamp head_started() const override { return head_started_; }
   void on_timeout() override;
   void drain() override;
@@ -89,6 +93,7 @@ private:
   bool in_exchange() const {
     return state_ == State::REQUEST || state_ == State::RESPONSE || state_ == State::TUNNEL;
   }
+  bool answered_before_body_end() const;
   void start_tunnel(const http::ResponseHead& head);
   bool try_upgrade_h2c(const http::RequestHead& head);
   void send_error(int status);

@@ -366,6 +366,21 @@ class HeaderDeadline(unittest.TestCase):
         self.assertLess(elapsed, 4)
         self.assertEqual(timeouts(self.proxy, "client_header"), before + 1)
 
+    def test_the_rest_of_a_body_after_its_answer_is_bounded_by_keepalive_timeout(self):
+        # The upstream answers before the body is whole; the client sends no more of it. The
+        # exchange is over, so no handler paces the connection any longer: it is idle, and
+        # goes at keepalive_timeout (2 s), not never.
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(b"POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+        got = b""
+        while b"hello world\n" not in got:
+            data = s.recv(4096)
+            self.assertTrue(data, "closed before the answer")
+            got += data
+        self.assertTrue(got.startswith(b"HTTP/1.1 200 "), got)
+        self.assertLess(wait_closed(s, 10), 6)
+
     def test_unfinished_h2_header_block_is_closed(self):
         s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
         self.addCleanup(s.close)
