@@ -193,6 +193,7 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
   }
   size_t used = 0;
   in_input_ = true;
+  head_seen_ = false;
   while (used < len && state_ != State::UPGRADED && !conn_.closing()) {
     if (parser_.paused()) {
       if (in_exchange())
@@ -221,7 +222,11 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
   // longer between requests.
   if (state_ == State::IDLE && !parser_.idle())
     set_state(State::HEAD);
-  if (state_ != State::HEAD)
+  // Empty lines before a request line (RFC 9112 2.2) leave the parser between requests, but
+  // they are the head's first bytes all the same: else a CRLF now and then would hold the
+  // connection past both header_timeout and keepalive_timeout.
+  bool head_bytes = state_ == State::HEAD || (state_ == State::IDLE && used > 0 && !head_seen_);
+  if (!head_bytes)
     head_started_ = 0;
   else if (head_started_ == 0)
     head_started_ = ev_now(conn_.loop()); // header_timeout runs from here, however it trickles
@@ -237,6 +242,7 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
 void Http1ServerSession::on_request_head(http::RequestHead& head) {
   set_state(State::REQUEST);
   head_started_ = 0;
+  head_seen_ = true;
   ex_.reset(conn_.loop());
   ex_.client_address_ = conn_.peer_address();
   ex_.over_tls_ = conn_.is_tls();

@@ -110,6 +110,7 @@ private:
   // Reentrancy guard: inside on_input, which itself goes on to the next pipelined request
   // when an exchange finishes during its parse (finish_exchange must not ask for input then).
   bool in_input_ = false;
+  bool head_seen_ = false; // on_input has had a request head: what it took was no empty line
   // This exchange's response leaves the connection open: decided when its head is written
   // (in REQUEST or RESPONSE), acted on when the exchange finishes.
   bool keep_alive_ = true;

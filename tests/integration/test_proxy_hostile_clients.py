@@ -381,6 +381,28 @@ class HeaderDeadline(unittest.TestCase):
         self.assertTrue(got.startswith(b"HTTP/1.1 200 "), got)
         self.assertLess(wait_closed(s, 10), 6)
 
+    def test_empty_lines_before_a_request_line_do_not_keep_a_connection(self):
+        # RFC 9112 2.2 lets a server ignore empty lines before a request line; each is still
+        # a byte of the head to come, so header_timeout (2 s) bounds them: a CRLF every half
+        # second must not hold the connection open.
+        s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
+        self.addCleanup(s.close)
+        start, closed = time.monotonic(), None
+        while closed is None and time.monotonic() - start < 8:
+            try:
+                s.sendall(b"\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                closed = time.monotonic() - start
+                break
+            if select.select([s], [], [], 0.5)[0]:  # the client's pace, or the close
+                try:
+                    if not s.recv(4096):
+                        closed = time.monotonic() - start
+                except ConnectionResetError:
+                    closed = time.monotonic() - start
+        self.assertIsNotNone(closed, "empty lines kept the connection for 8 s")
+        self.assertLess(closed, 5)
+
     def test_unfinished_h2_header_block_is_closed(self):
         s = socket.create_connection(("127.0.0.1", self.proxy.port), timeout=10)
         self.addCleanup(s.close)
