@@ -250,9 +250,9 @@ void Http1ServerSession::on_request_head(http::RequestHead& head) {
   if (conn_.is_tls())
     head.scheme = "https";
   auto& ctx = conn_.context();
-  ctx.stats().requests.inc();
   if (try_upgrade_h2c(head))
-    return;
+    return; // counted as the HTTP/2 session's stream 1
+  ctx.stats().requests.inc();
   continue_pending_ =
       head.expect_continue && head.version == http::Version::HTTP_1_1 && head.has_body();
   ex_.handler_ = &ctx.handler();

@@ -6,6 +6,7 @@ HTTP/1.1, and say so). Two more columns: WebSocket (to python3-websockets behind
 cluster: Upgrade from HTTP/1.1 clients, RFC 8441 from HTTP/2 ones) and gRPC (to python3-grpcio
 behind an h2c cluster, from the HTTP/2 clients)."""
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -330,6 +331,16 @@ class ProxyMatrix(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn(":status: 200", out.stdout)
 
+    def test_a_request_upgraded_to_h2c_is_counted_once(self):
+        proxy = self.proxies["unix"]
+
+        def served():
+            return json.loads(proxy.admin("/status"))["requests"]
+        before = served()
+        out = subprocess.run(["nghttp", "-nu", f"{proxy.url}/hello"], capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(served(), before + 1)  # counted as the stream began, once
 
 if __name__ == "__main__":
     unittest.main()
