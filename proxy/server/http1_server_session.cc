@@ -513,6 +513,9 @@ void Http1ServerSession::on_eof() {
       conn_.close_after_flush(false);
     return;
   }
+  if (state_ == State::OUTPUT_FULL)
+    return; // a pipelined request waits in the input: answered once the client reads, then
+            // the connection closes
   if (!in_exchange()) {
     // Between requests, or a truncated head: nothing more to answer.
     set_state(State::CLOSING);

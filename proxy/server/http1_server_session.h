@@ -68,10 +68,9 @@ public:
   size_t on_input(const char* data, size_t len) override;
   void on_eof() override;
   // Between requests, or answered while the rest of its body is still to come: no handler
-  // paces the connection, keepalive_timeout does.
-  bool idle() const override {
-    return state_ == State::IDLE || state_ == State::OUTPUT_FULL || answered_before_body_end();
-  }
+  // paces the connection, keepalive_timeout does. (OUTPUT_FULL is not: a pipelined request
+  // waits for the client to read, which send_timeout bounds.)
+  bool idle() const override { return state_ == State::IDLE || answered_before_body_end(); }
   ev_tstamp head_started() const override { return head_started_; }
   void on_timeout() override;
   void drain() override;
