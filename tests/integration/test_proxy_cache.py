@@ -55,6 +55,12 @@ prefix_rewrite = "/"
 cache = true
 
 [[route]]
+path_prefix = "/timed/"
+cluster = "app"
+timeout = 1
+cache = true
+
+[[route]]
 path_prefix = "/"
 cluster = "app"
 cache = true
@@ -266,6 +272,19 @@ class Cache(unittest.TestCase):
         self.get(client, method="POST", body=b"x")
         self.get(client)
         self.assertEqual(self.served(upstream), 3)
+
+    def test_a_stored_answer_after_a_304_is_not_cut_by_the_route_timeout(self):
+        # The route's deadline (1 s) is for the upstream's response, which the 304 ended; the
+        # stored body the cache sends in its place takes a slow client nearly 3 s, as a hit would
+        # (8 MB: more than the sockets between them hold).
+        path = q("/timed/reval", cc="max-age=0", etag='"v1"', len=8_000_000)
+        _, _, body = self.get(path)
+        url = f"http://127.0.0.1:{self.proxy.port}{path}"
+        out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "--limit-rate", "3M",
+                              "-D", "/dev/stderr", url], capture_output=True, timeout=60)
+        self.assertEqual((out.returncode, len(out.stdout)), (0, len(body)), out.stderr[-300:])
+        self.assertEqual(out.stdout, body)
+        self.assertIn(b"fwd=stale; fwd-status=304", out.stderr)
 
     def test_unkeyed_fields_cannot_poison_the_key(self):
         path = q("/poison", cc="max-age=60", echo="X-Forwarded-Host")
