@@ -38,6 +38,37 @@ def hpack_bomb_frames(sid, references):
     return out
 
 
+def read_to_eof(sock):
+    """Everything the server sends until its FIN."""
+    got = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return got
+        got += data
+
+
+def split_frames(buf):
+    """The whole frames in buf: (type, flags, stream, payload) tuples."""
+    frames = []
+    while len(buf) >= 9:
+        n = int.from_bytes(buf[:3], "big")
+        frames.append((buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF,
+                       buf[9:9 + n]))
+        buf = buf[9 + n:]
+    return frames
+
+
+def reset_within(sock, ms):
+    """Whether a TCP reset comes within ms milliseconds: it shows as POLLERR (recv says only
+    EOF once the FIN came first). A server that lingers reads what follows its FIN and
+    answers nothing."""
+    import select
+    poller = select.poll()
+    poller.register(sock, select.POLLERR)
+    return any(e & select.POLLERR for _, e in poller.poll(ms))
+
+
 def plain_status(block):
     """The :status of a response header block (the server's first, so no dynamic entry)."""
     return dict(hpack.Decoder().decode(block))[":status"]

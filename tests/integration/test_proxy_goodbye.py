@@ -4,7 +4,6 @@ client and to the origin, each between two frames of its direction, and the tunn
 origin closes. Before, such a tunnel was cut at the end of grace_period with no close frame."""
 import asyncio
 import os
-import select
 import shutil
 import signal
 import socket
@@ -197,23 +196,12 @@ class GrpcAtTheEnd(GoodbyeBase, unittest.TestCase):
         wait_until(lambda: proxy.metric("portico_upstream_connections", cluster="app",
                                         state="busy") == 1, what="the request upstream")
         os.kill(proxy.pid, signal.SIGTERM)
-        got = b""
-        while True:
-            data = s.recv(65536)  # until the FIN, at the end of the grace period
-            if not data:
-                break
-            got += data
-        frames = []
-        while len(got) >= 9:
-            n = int.from_bytes(got[:3], "big")
-            frames.append((got[3], int.from_bytes(got[5:9], "big"), got[9:9 + n]))
-            got = got[9 + n:]
+        # Until the FIN, at the end of the grace period.
+        frames = [(t, i, p) for t, _, i, p in h2_frames.split_frames(h2_frames.read_to_eof(s))]
         self.assertIn(GOAWAY, [t for t, _, _ in frames])
         self.assertIn((RST_STREAM, 1, (8).to_bytes(4, "big")), frames)  # CANCEL
         s.sendall(h2_frames.frame(PING, 0, 0, b"12345678"))
-        poller = select.poll()
-        poller.register(s, select.POLLERR)
-        self.assertFalse(any(e & select.POLLERR for _, e in poller.poll(500)),
+        self.assertFalse(h2_frames.reset_within(s, 500),
                          "the frame sent after the CANCEL was answered with a reset")
         s.close()
         self.assertEqual(proxy.process.proc.wait(timeout=20), 0)
