@@ -194,6 +194,7 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
   size_t used = 0;
   in_input_ = true;
   head_seen_ = false;
+  bool idle_before = state_ == State::IDLE; // (not the tail of a body, answered at once)
   while (used < len && state_ != State::UPGRADED && !conn_.closing()) {
     if (parser_.paused()) {
       if (in_exchange())
@@ -225,7 +226,8 @@ size_t Http1ServerSession::on_input(const char* data, size_t len) {
   // Empty lines before a request line (RFC 9112 2.2) leave the parser between requests, but
   // they are the head's first bytes all the same: else a CRLF now and then would hold the
   // connection past both header_timeout and keepalive_timeout.
-  bool head_bytes = state_ == State::HEAD || (state_ == State::IDLE && used > 0 && !head_seen_);
+  bool head_bytes =
+      state_ == State::HEAD || (idle_before && state_ == State::IDLE && used > 0 && !head_seen_);
   if (!head_bytes)
     head_started_ = 0;
   else if (head_started_ == 0)
