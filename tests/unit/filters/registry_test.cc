@@ -24,17 +24,17 @@ std::vector<std::string> made_for(const config::RouteConfig* r) {
   return names;
 }
 
-TEST(FilterRegistry, EachFilterOnceLimitsThenTheCacheThenCompressionThenGrpcFirst) {
+TEST(FilterRegistry, EachFilterOnceGrpcFirstThenLimitsThenTheCacheThenCompression) {
   std::set<std::string_view> seen;
   for (const auto& kind : registry())
     EXPECT_TRUE(seen.insert(kind.name).second) << kind.name;
   ASSERT_GE(registry().size(), 6u);
-  EXPECT_EQ(registry()[0].name, "rate_limit");
-  EXPECT_EQ(registry()[1].name, "concurrency_limit");
-  EXPECT_EQ(registry()[2].name, "forward_auth");
-  EXPECT_EQ(registry()[3].name, "cache");
-  EXPECT_EQ(registry()[4].name, "compress");
-  EXPECT_EQ(registry()[5].name, "grpc");
+  EXPECT_EQ(registry()[0].name, "grpc"); // sees every local reply, a limit's refusal too
+  EXPECT_EQ(registry()[1].name, "rate_limit");
+  EXPECT_EQ(registry()[2].name, "concurrency_limit");
+  EXPECT_EQ(registry()[3].name, "forward_auth");
+  EXPECT_EQ(registry()[4].name, "cache");
+  EXPECT_EQ(registry()[5].name, "compress");
 }
 
 TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
@@ -51,7 +51,7 @@ TEST(FilterRegistry, ARouteGetsOnlyWhatItUses) {
 }
 
 TEST(FilterRegistry, TheGrpcFilterIsForHttp2Only) {
-  auto grpc = registry()[5].make(nullptr, shard());
+  auto grpc = registry()[0].make(nullptr, shard());
   ASSERT_TRUE(grpc);
   EXPECT_TRUE(grpc->http2_only()); // an HTTP/1 request on a plain route makes no chain
   config::RouteConfig r;
