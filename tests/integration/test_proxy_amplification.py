@@ -53,8 +53,12 @@ class Amplification(unittest.TestCase):
         except BaseException:
             cls.backend.stop()
             raise
-        cls.h2_baseline = cls.measure_h2_gets(cls)
-        cls.h1_baseline = cls.measure_h1_gets(cls)
+        try:
+            cls.h2_baseline = cls.measure_h2_gets(cls)
+            cls.h1_baseline = cls.measure_h1_gets(cls)
+        except BaseException:  # tearDownClass does not run after a failed setUpClass
+            cls.tearDownClass()
+            raise
         print(f"\nbaseline: h2c indexed GETs {cls.h2_baseline:.0f} ns/B, "
               f"HTTP/1.1 GETs {cls.h1_baseline:.0f} ns/B")
 
