@@ -38,16 +38,6 @@ def hpack_bomb_frames(sid, references):
     return out
 
 
-def read_to_eof(sock):
-    """Everything the server sends until its FIN."""
-    got = b""
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            return got
-        got += data
-
-
 def split_frames(buf):
     """The whole frames in buf: (type, flags, stream, payload) tuples."""
     frames = []

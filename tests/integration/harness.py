@@ -233,6 +233,16 @@ class Http1Response:
         return f"<{self.version} {self.status} {self.headers} {self.body[:80]!r}>"
 
 
+def read_to_eof(sock):
+    """Everything the peer sends until its FIN."""
+    got = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return got
+        got += data
+
+
 def read_http1_response(f, head_request=False):
     """Reads one HTTP/1.x response from a binary file object (socket.makefile("rb")), body
     framed by content-length, chunked or EOF. Returns None at a clean EOF before any byte."""

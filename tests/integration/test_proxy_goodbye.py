@@ -197,7 +197,7 @@ class GrpcAtTheEnd(GoodbyeBase, unittest.TestCase):
                                         state="busy") == 1, what="the request upstream")
         os.kill(proxy.pid, signal.SIGTERM)
         # Until the FIN, at the end of the grace period.
-        frames = [(t, i, p) for t, _, i, p in h2_frames.split_frames(h2_frames.read_to_eof(s))]
+        frames = [(t, i, p) for t, _, i, p in h2_frames.split_frames(harness.read_to_eof(s))]
         self.assertIn(GOAWAY, [t for t, _, _ in frames])
         self.assertIn((RST_STREAM, 1, (8).to_bytes(4, "big")), frames)  # CANCEL
         s.sendall(h2_frames.frame(PING, 0, 0, b"12345678"))

@@ -447,7 +447,7 @@ class HeaderDeadline(unittest.TestCase):
         self.addCleanup(s.close)
         s.sendall(h2_frames.PREFACE + h2_frames.frame(SETTINGS, 0, 0))
         # Until the proxy's FIN, keepalive_timeout (2 s) from now.
-        frames = h2_frames.split_frames(h2_frames.read_to_eof(s))
+        frames = h2_frames.split_frames(harness.read_to_eof(s))
         self.assertIn(GOAWAY, [t for t, _, _, _ in frames])  # before the FIN
         s.sendall(h2_frames.frame(HEADERS, END_STREAM | END_HEADERS, 1,
                                   h2_frames.request_block()))

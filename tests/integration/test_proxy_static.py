@@ -67,12 +67,7 @@ def request_raw(port, data, timeout=10):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
-        got = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return got
-            got += chunk
+        return harness.read_to_eof(s)
 
 
 class ProxyStaticRoutesTest(unittest.TestCase):
