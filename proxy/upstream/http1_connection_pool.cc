@@ -115,10 +115,10 @@ void Http1ConnectionPool::note_idle_closed(double idle_seconds) {
   learned_idle_ = idle_seconds;
   // The connections idle now go by it too.
   double limit = std::max(0.1, learned_idle_ * kLearnedFraction);
-  for (Http1UpstreamConnection* u = idle_.front(); u; u = IdleList::next(u))
+  for (Http1UpstreamConnection* u = idle_.front(); u; u = IdleList::next(u)) {
     u->idle_until = std::min(u->idle_until, u->idle_since + limit);
-  ev_timer_stop(owner_.loop(), &idle_timer_);
-  arm_idle_timer();
+    retire_by(u->idle_until);
+  }
 }
 
 void Http1ConnectionPool::on_closed(Http1UpstreamConnection* u) {
@@ -132,16 +132,7 @@ void Http1ConnectionPool::push_idle(Http1UpstreamConnection* u) {
   idle_.push_front(u);
   ++idle_count_;
   owner_.publish();
-  // A shorter Keep-Alive hint than those before it: the timer comes forward for this one.
-  struct ev_loop* loop = owner_.loop();
-  if (ev_is_active(&idle_timer_) &&
-      u->idle_until < ev_now(loop) + ev_timer_remaining(loop, &idle_timer_)) {
-    ev_timer_stop(loop, &idle_timer_);
-    ev_timer_set(&idle_timer_, std::max(0.05, u->idle_until - ev_now(loop)), 0);
-    ev_timer_start(loop, &idle_timer_);
-    return;
-  }
-  arm_idle_timer();
+  retire_by(u->idle_until); // sooner than the others, for a shorter Keep-Alive hint
 }
 
 void Http1ConnectionPool::unlink_idle(Http1UpstreamConnection* u) {
@@ -151,14 +142,18 @@ void Http1ConnectionPool::unlink_idle(Http1UpstreamConnection* u) {
   owner_.publish();
 }
 
-void Http1ConnectionPool::arm_idle_timer() {
-  if (ev_is_active(&idle_timer_) || !idle_.back())
-    return;
-  // The oldest idle connection (the tail) expires first only roughly (hints differ); the
-  // timer callback scans the whole list, which is short.
-  double due = idle_.back()->idle_until - ev_now(owner_.loop());
-  ev_timer_set(&idle_timer_, std::max(0.05, due), 0);
-  ev_timer_start(owner_.loop(), &idle_timer_);
+void Http1ConnectionPool::retire_by(double until) {
+  // One timer for the whole list, at the earliest retirement asked for; its callback scans
+  // the list (short) and sets it again for the next.
+  struct ev_loop* loop = owner_.loop();
+  double now = ev_now(loop);
+  if (ev_is_active(&idle_timer_)) {
+    if (now + ev_timer_remaining(loop, &idle_timer_) <= until)
+      return;
+    ev_timer_stop(loop, &idle_timer_);
+  }
+  ev_timer_set(&idle_timer_, std::max(0.05, until - now), 0);
+  ev_timer_start(loop, &idle_timer_);
 }
 
 void Http1ConnectionPool::idle_timer_cb(struct ev_loop*, ev_timer* w, int) {
@@ -178,10 +173,8 @@ void Http1ConnectionPool::on_idle_timer() {
     }
     u = n;
   }
-  if (next > 0) {
-    ev_timer_set(&idle_timer_, std::max(0.05, next - now), 0);
-    ev_timer_start(owner_.loop(), &idle_timer_);
-  }
+  if (next > 0)
+    retire_by(next);
 }
 
 } // namespace portico::upstream

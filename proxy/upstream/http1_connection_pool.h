@@ -43,7 +43,7 @@ public:
 private:
   static void idle_timer_cb(struct ev_loop* loop, ev_timer* w, int revents);
   void on_idle_timer();
-  void arm_idle_timer();
+  void retire_by(double until); // the idle timer fires at until at the latest
   void hand_to(Http1UpstreamConnection* u, UpstreamStreamListener* listener);
   void push_idle(Http1UpstreamConnection* u);
   void unlink_idle(Http1UpstreamConnection* u);
