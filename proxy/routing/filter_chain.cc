@@ -193,16 +193,17 @@ void FilterChain::check_request_level() {
 void FilterChain::response_head(FilterResponseHead& head) {
   if (closed_)
     return;
-  response_top_ = upstream_top_ = count_;
+  response_top_ = count_;
   response_begun_ = true;
   run_response_head(count_, head);
 }
 
 void FilterChain::response_body(std::string_view data, bool end) {
   if (drop_at_ != kNone) {
-    // A filter answers in its place: the filters above it, which saw the upstream's head,
-    // see its body and its end too (a deadline stops), and it goes no further.
-    run_response_body(upstream_top_, data, end);
+    // A filter answers in its place: the filters above it, which saw the upstream's head (it
+    // enters at the top), see its body and its end too (a deadline stops), and it goes no
+    // further.
+    run_response_body(count_, data, end);
     return;
   }
   run_response_body(response_top_, data, end);
@@ -210,7 +211,7 @@ void FilterChain::response_body(std::string_view data, bool end) {
 }
 
 void FilterChain::response_trailers(std::span<const http::Header> trailers) {
-  run_response_trailers(drop_at_ != kNone ? upstream_top_ : response_top_, trailers);
+  run_response_trailers(drop_at_ != kNone ? count_ : response_top_, trailers);
 }
 
 void FilterChain::run_response_head(size_t below, FilterResponseHead& head) {

@@ -166,8 +166,7 @@ private:
   bool producing_ = false;     // filters_[response_top_] makes the body (respond_head)
   bool kick_ = false;          // ... and starts once the head has passed (replace_response)
   static constexpr uint8_t kNone = 0xff;
-  uint8_t drop_at_ = kNone;  // the filter that replaced the response: what comes down stops here
-  uint8_t upstream_top_ = 0; // where the upstream's response enters the chain
+  uint8_t drop_at_ = kNone; // the filter that replaced the response: what comes down stops here
   FilterResponseHead held_head_;
   std::vector<http::Header> held_fields_;
   Queue response_queue_;
