@@ -521,16 +521,15 @@ void ClientConnection::on_timer() {
     if (int queued = socket_queued(); queued >= 0 && queued < send_queued_at_wait_) {
       send_waiting_since_ = now;
       send_queued_at_wait_ = queued;
+    } else {
+      ctx_.stats().count(ClientTimeout::SEND);
+      // A reset, not a FIN: the kernel would otherwise keep sending what the socket holds (up
+      // to megabytes) to a client that does not read, as an orphan, long after we let go.
+      ::linger zero{1, 0};
+      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &zero, sizeof zero);
+      close_now();
+      return;
     }
-  }
-  if (send_waiting_since_ > 0 && now + kSlack >= send_waiting_since_ + l.send_timeout) {
-    ctx_.stats().count(ClientTimeout::SEND);
-    // A reset, not a FIN: the kernel would otherwise keep sending what the socket holds (up to
-    // megabytes) to a client that does not read, as an orphan, long after we let go.
-    ::linger zero{1, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &zero, sizeof zero);
-    close_now();
-    return;
   }
   if (session_)
     session_->expire_send_waits(now + kSlack - l.send_timeout);
