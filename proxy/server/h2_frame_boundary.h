@@ -25,11 +25,12 @@ public:
         payload_left_ -= k;
       } else {
         k = n < 9 - head_have_ ? n : 9 - head_have_;
-        for (size_t i = 0; i < k; ++i)
-          length_[head_have_ + i < 3 ? head_have_ + i : 3] = static_cast<uint8_t>(p[i]);
+        for (size_t i = 0; i < k && head_have_ + i < 3; ++i) // the header's 24-bit length
+          length_ = length_ << 8 | static_cast<uint8_t>(p[i]);
         head_have_ += k;
         if (head_have_ == 9) {
-          payload_left_ = uint32_t{length_[0]} << 16 | uint32_t{length_[1]} << 8 | length_[2];
+          payload_left_ = length_;
+          length_ = 0;
           head_have_ = 0;
         }
       }
@@ -48,7 +49,7 @@ private:
   size_t magic_left_ = kClientMagic;
   size_t head_have_ = 0;      // bytes of the current frame header read
   uint32_t payload_left_ = 0; // bytes of the current frame's payload still to come
-  uint8_t length_[4] = {};    // the header's 24-bit length; [3] takes its other bytes
+  uint32_t length_ = 0;       // the current frame header's length, as far as read
 };
 
 } // namespace portico::server
