@@ -4,6 +4,7 @@ Every server a test starts listens on a loopback port picked here (or a unix soc
 temporary directory), is waited for by connecting to it (never by sleeping), and is stopped by
 its PID when the test ends.
 """
+import atexit
 import contextlib
 import fcntl
 import os
@@ -352,6 +353,29 @@ def check_sanitizer_log(text, what, ignore=()):
             raise AssertionError(f"{what}: sanitizer report:\n{report}")
 
 
+# Every server a test started, in its own session: those still running when the test process
+# ends (a setUpClass that failed after starting one never reaches its tearDownClass) are killed
+# then, with their process groups, rather than left to hold ports and confuse later tests.
+_started = []
+
+
+def started(proc):
+    """Registers a server's Popen for that last resort; returns it."""
+    _started.append(proc)
+    return proc
+
+
+@atexit.register
+def _kill_leftovers():
+    for proc in _started:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+
 class Process:
     """Any helper server (memcached, start_server) run for a test, stopped by its PID."""
 
@@ -359,8 +383,8 @@ class Process:
         self.log_path = log_path
         self.ignore_reports = ignore_reports
         self.log = open(log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True, cwd=cwd)
+        self.proc = started(subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                             env=env, start_new_session=True, cwd=cwd))
 
     @property
     def pid(self):
@@ -515,8 +539,8 @@ class Backend:
         cmd += list(args)
         self.log = open(self.log_path, "w")
         try:
-            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                         env=env, start_new_session=True)
+            self.proc = started(subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                                 env=env, start_new_session=True))
         except BaseException:  # no binary (not built): leave no temporary directory behind
             self.log.close()
             shutil.rmtree(self.tmp, ignore_errors=True)

@@ -2,10 +2,13 @@
 backend's workers) to make it silent, and count on it reading nothing more. kill(2) returns
 before the target's threads have stopped (here most times, with memcached); a test that went
 on at once let memcached answer the request meant to wait (test_backend_memcached failed in CI
-waiting for that request to sit unread)."""
+waiting for that request to sit unread). And a server a test leaves running (a setUpClass that
+failed after starting it never reaches its tearDownClass) dies with the test's process."""
 import os
 import signal
 import subprocess
+import tempfile
+import textwrap
 import unittest
 
 import harness
@@ -36,6 +39,46 @@ class StopProcess(unittest.TestCase):
                 running.append(states)
             harness.continue_process(mc.pid)
         self.assertEqual(running, [], f"{len(running)} of 200 stops returned too soon")
+
+
+
+LEAVES_A_SERVER = textwrap.dedent("""
+    import sys, unittest
+    import harness
+
+    class Fails(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            cls.server = harness.Process(["sleep", "600"], sys.argv[1])
+            print(cls.server.pid, flush=True)
+            raise RuntimeError("the set-up fails after starting a server")
+
+        def test_never_runs(self):
+            pass
+
+    unittest.main(argv=["leaves_a_server"])
+""")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+class LeftoverServers(unittest.TestCase):
+    def test_a_server_a_failed_set_up_left_running_dies_with_the_test(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = subprocess.run([harness.PYTHON, "-c", LEAVES_A_SERVER,
+                                  os.path.join(tmp, "server.log")],
+                                 cwd=os.path.dirname(os.path.abspath(__file__)),
+                                 capture_output=True, text=True, timeout=60)
+        pid = int(out.stdout.split()[0])
+        self.addCleanup(lambda: alive(pid) and os.kill(pid, signal.SIGKILL))
+        self.assertNotEqual(out.returncode, 0, out.stderr)  # the class failed
+        self.assertFalse(alive(pid), "the server outlived the test that started it")
 
 
 if __name__ == "__main__":
