@@ -65,12 +65,13 @@ void ServerContext::adopt(int fd, SSL_CTX* tls, const sockaddr_storage& peer, ui
   if (per_client) {
     ticket = limits_.listener_client_tables[listener]->acquire(address_key(peer), per_client);
     if (!ticket) { // this client has its share open already: this one goes, the rest stay
-      ::close(fd);
+      // Counted before the close: whoever sees the connection closed sees it counted.
       stats_->count(ClientRejection::PER_CLIENT);
       core::log::write(core::log::Level::WARN, core::log::Kind::LIMIT,
                        "listener %u: a client past max_connections_per_client (%u): its new "
                        "connection closed",
                        static_cast<unsigned>(listener), per_client);
+      ::close(fd);
       return;
     }
   }
