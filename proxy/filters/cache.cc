@@ -266,6 +266,10 @@ private:
     return FilterStatus::CONTINUE;
   }
 
+  // The client went mid-body: what is being stored is read to its end all the same, for the
+  // requests streaming it (a fill's waiters, on any worker) and those to come.
+  bool keeps_response() const override { return storing_; }
+
   void store_begin(routing::FilterResponseHead& head, time_t t) {
     const auto& s = zone_.settings;
     auto cc = cache::response_directives(s.targeted, *head.fields);

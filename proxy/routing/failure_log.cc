@@ -7,6 +7,18 @@
 
 namespace portico::routing {
 
+void log_kept_failure(std::string_view cluster, std::string_view endpoint, const char* what) {
+  using namespace core::log;
+  if (!enabled(Level::WARN))
+    return;
+  std::string c(cluster.empty() ? std::string_view("-") : cluster);
+  std::string e(endpoint.empty() ? std::string_view("-") : endpoint);
+  write_about(Level::WARN, Kind::REQUEST_FAILED, cluster,
+              "cluster %s: %s; a response kept for the cache after its client went is cut; "
+              "upstream: %s",
+              c.c_str(), what, e.c_str());
+}
+
 void log_request_failure(const server::Exchange& ex, std::string_view cluster,
                          std::string_view endpoint, int status, const char* what) {
   using namespace core::log;

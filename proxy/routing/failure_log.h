@@ -13,5 +13,8 @@ namespace portico::routing {
 // tried, empty when none was.
 void log_request_failure(const server::Exchange& ex, std::string_view cluster,
                          std::string_view endpoint, int status, const char* what);
+// The same for a response read on for a filter after its client went (a cache storing it),
+// whose request is gone with the client: what cut it short.
+void log_kept_failure(std::string_view cluster, std::string_view endpoint, const char* what);
 
 } // namespace portico::routing

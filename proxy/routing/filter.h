@@ -109,6 +109,12 @@ public:
   // This filter changes the response body as it passes (compression): bytes must reach it, so
   // a response below it cannot hand a file to the kernel (send_response_file).
   virtual bool reads_response_body() const { return false; }
+  // The client went while the upstream's response came, and this filter wants the rest of it
+  // still (a cache storing it, so that the requests waiting on it get it whole: nginx reads a
+  // cacheable response to its end likewise). It and the filters above it then see the rest,
+  // which goes no further, and exchange() is gone (FilterChain::keep_response); the filters
+  // below it hear on_exchange_close at once.
+  virtual bool keeps_response() const { return false; }
   // A response this filter makes itself (respond_head) may go on: the client and the filters
   // after it have taken what they held down below the low watermark.
   virtual void on_response_writable() {}

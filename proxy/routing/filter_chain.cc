@@ -83,8 +83,33 @@ void FilterChain::close() {
   if (closed_)
     return;
   closed_ = true;
-  for (size_t i = 0; i < count_; ++i)
+  for (size_t i = kept_ ? kept_from_ : 0; i < count_; ++i) // those below heard it already
     filters_[i]->on_exchange_close();
+}
+
+bool FilterChain::keep_response() {
+  // Only the upstream's own response, passing every filter: not a local reply, nor one a
+  // filter makes or replaced.
+  if (closed_ || answered_ || !response_begun_ || producing_ || drop_at_ != kNone ||
+      response_top_ != count_)
+    return false;
+  size_t k = 0;
+  while (k < count_ && !filters_[k]->keeps_response())
+    ++k;
+  if (k == count_ || (response_held_ && response_at_ >= k))
+    return false;
+  kept_ = true;
+  kept_from_ = static_cast<uint8_t>(k);
+  // What waited behind a head held below the keeper had passed it: it goes with the client.
+  response_held_ = false;
+  Queue dropped;
+  dropped.take(response_queue_);
+  for (size_t i = 0; i < k; ++i) // while the exchange is still there for them
+    filters_[i]->on_exchange_close();
+  ex_ = nullptr; // the client's exchange is going: a use of it now fails at once
+  response_high_ = false;
+  check_response_level();
+  return true;
 }
 
 // ---- the request side ----
@@ -208,6 +233,8 @@ void FilterChain::response_body(std::string_view data, bool end) {
   }
   run_response_body(response_top_, data, end);
   check_response_level();
+  if (kept_ && !closed_ && !filters_[kept_from_]->keeps_response())
+    terminal_->chain_kept_over(); // given up (too large to keep): nothing wants the rest
 }
 
 void FilterChain::response_trailers(std::span<const http::Header> trailers) {
@@ -232,7 +259,7 @@ void FilterChain::run_response_head(size_t below, FilterResponseHead& head) {
 }
 
 void FilterChain::run_response_body(size_t below, std::string_view data, bool end) {
-  for (size_t i = below; i-- > 0;) {
+  for (size_t i = below; i-- > kept_from_;) {
     if (closed_)
       return;
     if (response_held_ && i == response_at_) {
@@ -244,12 +271,16 @@ void FilterChain::run_response_body(size_t below, std::string_view data, bool en
     if (filters_[i]->on_response_body(data, end) == FilterStatus::STOP)
       return;
   }
-  if (!closed_)
+  if (closed_)
+    return;
+  if (!kept_)
     send_body_to_client(data, end);
+  else if (end)
+    terminal_->chain_kept_over(); // the kept response is whole
 }
 
 void FilterChain::run_response_trailers(size_t below, std::span<const http::Header> trailers) {
-  for (size_t i = below; i-- > 0;) {
+  for (size_t i = below; i-- > kept_from_;) {
     if (closed_)
       return;
     if (response_held_ && i == response_at_) {
@@ -261,7 +292,11 @@ void FilterChain::run_response_trailers(size_t below, std::span<const http::Head
     if (filters_[i]->on_response_trailers(trailers) == FilterStatus::STOP)
       return;
   }
-  if (!closed_)
+  if (closed_)
+    return;
+  if (kept_)
+    terminal_->chain_kept_over();
+  else
     ex_->end_response_with_trailers(trailers); // may close the exchange
 }
 
@@ -394,6 +429,10 @@ bool FilterChain::send_response_file(size_t i, int fd, int64_t offset, int64_t l
 void FilterChain::fail(size_t i, int status, const char* why) {
   if (closed_)
     return;
+  if (kept_) {
+    terminal_->chain_kept_over(); // no client to tell: the kept response ends here
+    return;
+  }
   if (response_begun_) {
     answered_ = true;
     terminal_->chain_answered(0, why);

@@ -33,6 +33,10 @@ public:
     virtual void chain_hold_request(bool hold) = 0;
     // What the response side held fell below the low watermark: the upstream may read again.
     virtual void chain_response_drained() = 0;
+    // The rest of a response kept after the client went (keep_response) is over: it ended,
+    // a filter failed it, or the one keeping it gave it up. The upstream part ends, and close()
+    // is due.
+    virtual void chain_kept_over() = 0;
 
   protected:
     ~Terminal() = default;
@@ -48,6 +52,11 @@ public:
   static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
   // The exchange closed: each filter hears it once; none is called again. Deleted with the chain.
   void close();
+  // The client exchange is closing while the upstream's response comes: true when a filter
+  // keeps the rest (Filter::keeps_response). The filters below it are closed now; it and
+  // those above it see the rest of the response, which goes no further, until the terminal
+  // hears chain_kept_over and closes the chain. False: nothing done, close() as usual.
+  bool keep_response();
 
   // The request side, from the client.
   void request_head();
@@ -85,7 +94,9 @@ public:
   // why: a failure's reason (fail()'s reply), null for an answer.
   void respond(size_t i, const LocalReply& reply, const char* why = nullptr);
   void respond_head(size_t i, FilterResponseHead& head);
-  bool response_blocked() const { return response_high_ || ex_->above_high_watermark(); }
+  bool response_blocked() const {
+    return response_high_ || (!kept_ && ex_->above_high_watermark());
+  }
   void replace_response(size_t i);
   bool send_response_file(size_t i, int fd, int64_t offset, int64_t length);
   // The client took bytes (the exchange's on_response_writable): a filter making the response
@@ -150,6 +161,10 @@ private:
   ExchangeOptions* options_ = nullptr;
   bool closed_ = false;
   bool answered_ = false; // a local reply or failure: the request side goes no further
+  // The client went and filters from kept_from_ up keep the response (keep_response): the
+  // response side ends at kept_from_, and ex_ is null.
+  bool kept_ = false;
+  uint8_t kept_from_ = 0;
 
   // The request side: where its head waits (count_: passed every filter).
   uint8_t request_at_ = 0;

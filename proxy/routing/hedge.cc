@@ -99,7 +99,7 @@ void Hedge::on_queue_timeout() {
 }
 
 bool Hedge::is_head_request() const {
-  return ex_.ex_.request().is_head();
+  return ex_.is_head_request(); // false once the client went: its request is gone
 }
 
 } // namespace portico::routing

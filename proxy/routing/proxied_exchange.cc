@@ -457,7 +457,8 @@ bool ProxiedExchange::on_goodbye(server::Exchange&) {
 }
 
 void ProxiedExchange::on_upstream_body(std::string_view data) {
-  record_.add_response_bytes(data.size());
+  if (!kept_)
+    record_.add_response_bytes(data.size()); // bytes for the client (a kept response's are not)
   if (chain_ && !tunnel_) {
     chain_->response_body(data, false);
   } else if (goodbye_) {
@@ -474,7 +475,7 @@ void ProxiedExchange::on_upstream_body(std::string_view data) {
 }
 
 void ProxiedExchange::maybe_resume_upstream() {
-  if (upstream_paused_ && up_ && !closed_ && !ex_.above_high_watermark() &&
+  if (upstream_paused_ && up_ && (closed_ ? kept_ : !ex_.above_high_watermark()) &&
       !(chain_ && chain_->response_high())) {
     upstream_paused_ = false;
     up_->resume_reading();
@@ -488,6 +489,10 @@ void ProxiedExchange::on_response_writable(server::Exchange&) {
 }
 
 void ProxiedExchange::on_upstream_trailer(std::string_view name, std::string_view value) {
+  if (kept_) {
+    kept_trailers_ = true; // the filters keeping the response hear of them at its end
+    return;
+  }
   // The upstream connection's arena is reset when it is handed to the next request, which
   // can happen before on_upstream_end: keep copies in the client exchange's arena.
   if (!upstream::is_hop_by_hop(name) && name != "content-length")
@@ -503,7 +508,7 @@ void ProxiedExchange::on_upstream_end() {
   cluster_->metrics().upstream.observe(ev_time() - phase_at_);
   // Each may close the exchange (this is then disposed of, not yet destroyed).
   if (chain_ && !tunnel_) {
-    if (response_trailers_.empty())
+    if (response_trailers_.empty() && !kept_trailers_)
       chain_->response_body({}, true);
     else
       chain_->response_trailers(response_trailers_);
@@ -516,6 +521,13 @@ void ProxiedExchange::on_upstream_end() {
 
 void ProxiedExchange::on_upstream_error(upstream::UpstreamError e, upstream::Delivery delivery) {
   up_ = nullptr;
+  if (kept_) {
+    log_kept_failure(cluster_->config().name,
+                     pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
+                     upstream::to_string(e));
+    chain_kept_over(); // the filters keeping the response hear it cut short
+    return;
+  }
   if (state_ == State::RESPONSE) {
     set_state(State::FINISHED);
     log_failure(0, upstream::to_string(e));
@@ -551,15 +563,41 @@ void ProxiedExchange::log_failure(int status, const char* what) const {
 
 void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
   closed_ = true;
-  if (chain_)
+  // The client went while the response came, and a filter wants the rest (a cache storing
+  // it, for the requests waiting on it): the upstream is read on, to its end, for it.
+  // Only a whole request's: one still sending its body leaves the upstream waiting for it.
+  bool keep = ctx_.kept && ctx_.kept->size() < kMaxKept && state_ == State::RESPONSE && up_ &&
+              request_ended_ && !tunnel_ && chain_ && chain_->keep_response();
+  if (chain_ && !keep)
     chain_->close();
   record_.cache_status = options_.cache_status;
   record_.limit = options_.limit;
   record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
                 retries_);
+  if (keep) {
+    kept_ = true;
+    ctx_.kept->push_back(this);
+    maybe_resume_upstream(); // no client to wait for now
+    return;
+  }
   stop_upstream();
   // Destroyed after the callback that closed the exchange has returned: the upstream side or
   // the client exchange may be below us on the stack.
+  ctx_.deferred->dispose(this);
+}
+
+void ProxiedExchange::chain_kept_over() {
+  if (!kept_)
+    return;
+  kept_ = false;
+  ctx_.kept->erase(this);
+  if (state_ != State::FINISHED)
+    set_state(State::FINISHED);
+  if (up_) {
+    up_->detach(); // cut short: the connection is not reused
+    up_ = nullptr;
+  }
+  chain_->close();
   ctx_.deferred->dispose(this);
 }
 

@@ -35,11 +35,15 @@ namespace portico::routing {
 class ProxiedExchange final : public core::Disposable,
                               public server::ExchangeListener,
                               public upstream::UpstreamStreamListener,
-                              private FilterChain::Terminal {
+                              private FilterChain::Terminal,
+                              private KeptExchange {
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried once
   // their first bytes have left for the upstream.
   static constexpr size_t kReplayLimit = 64 * 1024;
+  // Responses read on at once for a filter after their clients went (FilterChain::
+  // keep_response), per worker: clients that ask and leave cannot make more upstream work.
+  static constexpr size_t kMaxKept = 64;
 
   // Where the exchange stands on the upstream side. The client side has its own (the
   // server::Exchange); the two meet in on_exchange_close.
@@ -88,6 +92,9 @@ private:
   void chain_answered(int status, const char* why) override;
   void chain_hold_request(bool hold) override { hold_client(kHeldByChain, hold); }
   void chain_response_drained() override { maybe_resume_upstream(); }
+  void chain_kept_over() override;
+  // The router goes while the response is kept (a worker's stop).
+  void abandon() override { chain_kept_over(); }
 
   // The upstream's side.
   void on_upstream_ready(upstream::UpstreamStream& up) override;
@@ -102,7 +109,7 @@ private:
     log_failure(503, "queue_timeout (every connection busy at max_connections)");
     fail(503);
   }
-  bool is_head_request() const override { return ex_.request().is_head(); }
+  bool is_head_request() const override { return !closed_ && ex_.request().is_head(); }
 
   void set_state(State next);
   // The head passed the filters: a pool, and a place in its queue.
@@ -176,7 +183,7 @@ private:
   void hold_client_changed();
   void maybe_pause_upstream() {
     if (up_ && !upstream_paused_ &&
-        (ex_.above_high_watermark() || (chain_ && chain_->response_high()))) {
+        ((!closed_ && ex_.above_high_watermark()) || (chain_ && chain_->response_high()))) {
       upstream_paused_ = true;
       up_->pause_reading();
     }
@@ -213,6 +220,10 @@ private:
   bool primary_lost_ = false; // the first try failed while its hedge raced on
   uint8_t breakers_held_ = 0; // a bit per metrics::Breaker this request holds a place under
   bool closed_ = false;
+  // The client went and a filter keeps the response (FilterChain::keep_response): it is read
+  // on with ex_ gone, until chain_kept_over; and it came with trailers (which none keeps).
+  bool kept_ = false;
+  bool kept_trailers_ = false;
   uint8_t client_held_ = 0;
   bool upstream_paused_ = false;
   // A WebSocket tunnel open (the 101 came), and an HTTP/2 client's END_STREAM that came before

@@ -2,6 +2,7 @@
 // What an exchange needs of the route it matched, made once per route by each worker's Router
 // (and one more for requests no route matched), and what every exchange of that router shares.
 #include "core/deferred_queue.h"
+#include "core/intrusive_list.h"
 #include "metrics/worker_metrics.h"
 #include "routing/filter.h"
 #include "upstream/request_writer.h"
@@ -26,10 +27,25 @@ struct Route {
   }
 };
 
+// An exchange whose client went while a filter keeps its response (FilterChain::keep_response):
+// it reads on with no client, and its router ends it if it still does when the router goes,
+// before the routes and clusters it reads through.
+class KeptExchange {
+public:
+  // Ends at once: off its upstream, its filters closed, disposed of.
+  virtual void abandon() = 0;
+  core::ListHook<KeptExchange> kept_hook;
+
+protected:
+  ~KeptExchange() = default;
+};
+using KeptExchanges = core::IntrusiveList<KeptExchange, &KeptExchange::kept_hook>;
+
 struct RouterContext {
   const upstream::ForwardingOptions* fwd = nullptr;
   core::DeferredQueue* deferred = nullptr; // exchanges are destroyed through it
   uint32_t* in_flight = nullptr;           // exchanges alive, or null
+  KeptExchanges* kept = nullptr;           // null: no exchange outlives its client
 };
 
 } // namespace portico::routing

@@ -14,7 +14,7 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
   fwd_.trusted_proxies = cfg.server.trusted_proxies;
   fwd_.add_via = cfg.server.add_via;
   fwd_.request_id_header = cfg.server.request_id_header;
-  ctx_ = {&fwd_, &deferred, &in_flight_};
+  ctx_ = {&fwd_, &deferred, &in_flight_, &kept_};
   auto add_filters = [&](Route& route, const config::RouteConfig* r) {
     for (const auto& kind : filters)
       if (auto factory = kind.make(r, metrics)) {
@@ -42,7 +42,15 @@ Router::Router(const config::Config& cfg, std::vector<std::shared_ptr<upstream::
   }
 }
 
-Router::~Router() = default;
+Router::~Router() {
+  // A response still read for a filter after its client went (the worker stops): it ends,
+  // and is destroyed now, while the routes and clusters it uses are here.
+  if (kept_.empty())
+    return;
+  while (KeptExchange* k = kept_.front())
+    k->abandon();
+  ctx_.deferred->run();
+}
 
 bool Router::host_matches(std::string_view pattern, std::string_view authority) {
   if (pattern.empty())

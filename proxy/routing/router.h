@@ -70,6 +70,7 @@ private:
   metrics::RouteMetrics shadow_metrics_{&no_bounds_};
   RouterContext ctx_;
   uint32_t in_flight_ = 0;
+  KeptExchanges kept_;
 };
 
 } // namespace portico::routing

@@ -119,6 +119,38 @@ def bare_h2_get(port, path):
             sock.sendall(conn.data_to_send())
 
 
+class H2Fetch:
+    """A GET over h2c that the client abandons part way (RST_STREAM, which the proxy reads at
+    once, where an HTTP/1.1 client's going is seen only at the next write)."""
+
+    def __init__(self, port, path):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.conn.initiate_connection()
+        self.conn.send_headers(1, [(":method", "GET"), (":scheme", "http"),
+                                   (":authority", f"127.0.0.1:{port}"), (":path", path)],
+                               end_stream=True)
+        self.sock.sendall(self.conn.data_to_send())
+
+    def read(self, n):
+        """The first n bytes of the body (within the first flow-control window)."""
+        body = b""
+        while len(body) < n:
+            data = self.sock.recv(65536)
+            assert data, "the proxy closed the connection"
+            for e in self.conn.receive_data(data):
+                if isinstance(e, h2.events.DataReceived):
+                    body += e.data
+        return body
+
+    def leave(self):
+        self.conn.reset_stream(1)
+        self.sock.sendall(self.conn.data_to_send())
+
+    def close(self):
+        self.sock.close()
+
+
 def request(port, path, headers=None, method="GET", body=None):
     """One request on a new connection: (status, fields with lower-case names, body)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -158,6 +190,11 @@ class Cache(unittest.TestCase):
 
     def served(self, path):
         return len(self.origin.requests_for(path))
+
+    def logged(self, path):
+        """The access log's lines for path so far, as one string."""
+        with open(self.access_log) as f:
+            return "".join(line for line in f if line.startswith(path + " "))
 
     def test_a_fresh_response_is_answered_from_the_store(self):
         path = q("/fresh", cc="max-age=60")
@@ -370,6 +407,44 @@ class Cache(unittest.TestCase):
         for c in conns:
             c.close()
         self.assertEqual(self.served(path), 1)
+
+    def test_a_fetch_whose_client_left_still_ends_for_its_waiters(self):
+        """The client whose request fetches for the others goes away mid-body: the fetch goes
+        on to its end, as nginx reads a cacheable response to its end, so the request waiting
+        on it gets it whole, and it is stored."""
+        path = q("/trickle-left", cc="max-age=60", trickle=1, len=100000)
+        fetcher = H2Fetch(self.proxy.port, path)
+        start = fetcher.read(50000)
+        waiter = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+        waiter.request("GET", path)
+        shared = waiter.getresponse()
+        self.assertIn("collapsed", shared.getheader("cache-status"))
+        self.assertEqual(shared.read(50000), start)
+        fetcher.leave()
+        harness.wait_until(lambda: "fwd=uri-miss" in self.logged(path),
+                           what="the fetching request's access log line")
+        self.origin.open_gate()
+        rest = shared.read()
+        waiter.close()
+        fetcher.close()
+        self.assertEqual(len(rest), 50000)
+        status, fields, body = self.get(path)
+        self.assertEqual((status, fields["cache-status"], body), (200, "Portico; hit", start + rest))
+        self.assertEqual(self.served(path), 1)
+
+    def test_a_fetch_read_on_after_its_client_left_does_not_outlive_the_proxy(self):
+        """The proxy stops while such a fetch still waits for its origin: it exits cleanly,
+        the fetch ended with its worker (the ASan build fails on a leak or a use after free)."""
+        with Proxy([self.origin.endpoint], workers=1, routes_first=ROUTES,
+                   catch_all=False) as proxy:
+            path = q("/trickle-stop", cc="max-age=60", trickle=1, len=100000)
+            fetcher = H2Fetch(proxy.port, path)
+            fetcher.read(50000)
+            fetcher.leave()
+            harness.wait_until(lambda: proxy.metric("portico_requests_total", protocol="h2c") == 1,
+                               what="the fetching request counted")
+            fetcher.close()
+            self.assertEqual(proxy.stop(), 0)
 
     def test_a_slow_or_unstorable_fetch_lets_its_waiters_go(self):
         for path in (q("/short/slow", cc="max-age=60", gate=1),

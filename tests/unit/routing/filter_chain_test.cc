@@ -63,6 +63,7 @@ struct FakeTerminal final : FilterChain::Terminal {
   }
   void chain_hold_request(bool hold) override { held.push_back(hold); }
   void chain_response_drained() override { ++drained; }
+  void chain_kept_over() override { events.push_back("kept over"); }
   std::string target() const { return std::string(ex->request().target); }
 
   FakeExchange* ex = nullptr;
@@ -106,6 +107,7 @@ public:
   }
   size_t response_buffered() const override { return taken_.size(); }
   bool reads_response_body() const override { return reads_body; }
+  bool keeps_response() const override { return keeps; }
   void on_response_writable() override { log_.push_back(name_ + " writable"); }
   void on_exchange_close() override { log_.push_back(name_ + " close"); }
 
@@ -132,6 +134,7 @@ public:
   std::string rewrite;
   int answer = 0;
   bool hold_request = false, hold_response = false, take_response = false, reads_body = false;
+  bool keeps = false;
 
 private:
   std::string name_;
@@ -334,6 +337,57 @@ TEST_F(FilterChainTest, CloseTellsEachFilterOnceAndNothingRunsAfter) {
   EXPECT_EQ(std::count(log_.begin(), log_.end(), "f0 close"), 1);
   EXPECT_EQ(log_.back(), "f1 close");
   EXPECT_FALSE(ex_->head_sent());
+}
+
+TEST_F(FilterChainTest, AKeptResponseGoesOnThroughTheKeeperAndTheFiltersAboveIt) {
+  make(3);
+  probes_[1]->keeps = true;
+  chain_->request_head();
+  std::vector<http::Header> fields;
+  FilterResponseHead head{200, -1, &fields, ResponseSource::UPSTREAM, false};
+  chain_->response_head(head);
+  chain_->response_body("one", false);
+  log_.clear();
+  ASSERT_TRUE(chain_->keep_response()); // the client goes
+  EXPECT_EQ(log_, (std::vector<std::string>{"f0 close"}));
+  chain_->response_body("two", false);
+  chain_->response_body({}, true);
+  EXPECT_EQ(log_,
+            (std::vector<std::string>{"f0 close", "f2 response body two", "f1 response body two",
+                                      "f2 response body  end", "f1 response body  end"}));
+  EXPECT_EQ(ex_->body, "one"); // nothing after the client went
+  EXPECT_EQ(terminal_.events.back(), "kept over");
+  chain_->close();
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "f0 close"), 1);
+  EXPECT_EQ(log_.back(), "f2 close");
+}
+
+TEST_F(FilterChainTest, AKeptResponseEndsWhenTheKeeperGivesItUpOrAFilterFailsIt) {
+  make(2);
+  probes_[0]->keeps = true;
+  chain_->request_head();
+  std::vector<http::Header> fields;
+  FilterResponseHead head{200, -1, &fields, ResponseSource::UPSTREAM, false};
+  chain_->response_head(head);
+  ASSERT_TRUE(chain_->keep_response());
+  probes_[0]->keeps = false; // too large to keep after all
+  chain_->response_body("more", false);
+  EXPECT_EQ(terminal_.events.back(), "kept over");
+  terminal_.events.clear();
+  later([&] { probes_[1]->fail_now(504); }); // a deadline above it
+  EXPECT_EQ(terminal_.events, (std::vector<std::string>{"kept over"}));
+  EXPECT_FALSE(ex_->aborted); // the client is gone: nothing is said to it
+}
+
+TEST_F(FilterChainTest, NoFilterKeepingTheResponseLeavesTheCloseAsUsual) {
+  make(2);
+  chain_->request_head();
+  EXPECT_FALSE(chain_->keep_response()); // no response yet
+  std::vector<http::Header> fields;
+  FilterResponseHead head{200, -1, &fields, ResponseSource::UPSTREAM, false};
+  chain_->response_head(head);
+  EXPECT_FALSE(chain_->keep_response()); // no filter keeps it
+  EXPECT_TRUE(log_.empty() || log_.back() != "f0 close");
 }
 
 TEST_F(FilterChainTest, AFilterStreamsItsOwnBodyThroughTheFiltersBeforeIt) {

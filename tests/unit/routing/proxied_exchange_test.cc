@@ -6,6 +6,7 @@
 // has gone.
 #include "core/deferred_queue.h"
 #include "metrics/worker_metrics.h"
+#include "routing/filter.h"
 #include "routing/proxied_exchange.h"
 #include "server/exchange.h"
 #include "upstream/cluster.h"
@@ -84,6 +85,41 @@ private:
       listener_->on_exchange_close(*this);
     listener_ = nullptr;
   }
+};
+
+// What a filter keeping the response after the client went (as a cache storing it does) saw.
+struct Kept {
+  std::string seen;
+  bool ended = false, closed = false;
+};
+
+class Keeper final : public Filter {
+public:
+  explicit Keeper(Kept& k) : k_(k) {}
+  FilterStatus on_response_body(std::string_view& data, bool end) override {
+    k_.seen.append(data);
+    k_.ended |= end;
+    return FilterStatus::CONTINUE;
+  }
+  bool keeps_response() const override { return !k_.ended; }
+  void on_exchange_close() override { k_.closed = true; }
+
+private:
+  Kept& k_;
+};
+
+class KeeperFactory final : public FilterFactory {
+public:
+  explicit KeeperFactory(Kept& k) : k_(k) {}
+  Filter* create(const server::Exchange&) const override { return new Keeper(k_); }
+
+private:
+  Kept& k_;
+};
+
+// Another exchange already kept, for filling the list up to its cap.
+struct OtherKept final : KeptExchange {
+  void abandon() override {}
 };
 
 class ProxiedExchangeTest : public ::testing::Test {
@@ -341,6 +377,60 @@ TEST_F(ProxiedExchangeTest, ABodyStillComingAfterA502IsDroppedNotHeld) {
   EXPECT_EQ(ex.pauses, 0);
   ex.end_request();
   EXPECT_TRUE(ex.closed);
+}
+
+TEST_F(ProxiedExchangeTest, AResponseAFilterKeepsIsReadToItsEndAfterTheClientWent) {
+  make_cluster(true);
+  KeptExchanges kept;
+  ctx_.kept = &kept;
+  Kept k;
+  route_entry_.filters.push_back(std::make_unique<KeeperFactory>(k));
+  route_entry_.http1_filters = true;
+  auto ex = std::make_unique<FakeExchange>(loop_, "GET");
+  start(*ex);
+  int up = accept_upstream();
+  ASSERT_GE(up, 0);
+  read_until(up, "\r\n\r\n");
+  reply(up, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
+  ASSERT_TRUE(run_until([&] { return ex->response == "hello"; }));
+  ex->client_gone();
+  ex.reset(); // the exchange is gone: nothing may reach it now (the ASan build checks)
+  EXPECT_EQ(kept.size(), 1u);
+  EXPECT_FALSE(k.closed);
+  reply(up, "world");
+  ASSERT_TRUE(run_until([&] { return k.closed; }));
+  EXPECT_EQ(k.seen, "helloworld");
+  EXPECT_TRUE(k.ended);
+  EXPECT_TRUE(kept.empty());
+  // Read whole, the connection is as good as any: pooled, not closed.
+  EXPECT_TRUE(run_until([&] { return cluster_->pools()[0]->idle() == 1; }));
+}
+
+TEST_F(ProxiedExchangeTest, PastTheCapAResponseIsCutWithItsClientAsBefore) {
+  make_cluster(true);
+  KeptExchanges kept;
+  ctx_.kept = &kept;
+  std::vector<OtherKept> others(ProxiedExchange::kMaxKept);
+  for (auto& o : others)
+    kept.push_back(&o);
+  Kept k;
+  route_entry_.filters.push_back(std::make_unique<KeeperFactory>(k));
+  route_entry_.http1_filters = true;
+  auto ex = std::make_unique<FakeExchange>(loop_, "GET");
+  start(*ex);
+  int up = accept_upstream();
+  ASSERT_GE(up, 0);
+  read_until(up, "\r\n\r\n");
+  reply(up, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
+  ASSERT_TRUE(run_until([&] { return ex->response == "hello"; }));
+  ex->client_gone();
+  ex.reset();
+  EXPECT_TRUE(k.closed);
+  EXPECT_EQ(kept.size(), ProxiedExchange::kMaxKept);
+  char c;
+  EXPECT_TRUE(run_until([&] { return ::recv(up, &c, 1, MSG_DONTWAIT) == 0; })); // closed
+  while (kept.pop_front()) {
+  }
 }
 
 } // namespace
