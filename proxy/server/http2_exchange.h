@@ -29,6 +29,7 @@ public:
   void abort() override;
 
   int32_t id() const { return id_; }
+  Http2ServerSession& session() const { return *session_; }
 
   // Where the stream's request stands (its response has head_sent() and response_ended()).
   enum class Phase : uint8_t {

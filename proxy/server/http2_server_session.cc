@@ -60,6 +60,11 @@ void Http2ServerSession::new_session() {
   nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_max_settings(opt, 32);
+  // A closed stream is freed at once. nghttp2 would otherwise keep up to
+  // max_concurrent_streams of them per connection for RFC 7540's priority tree, which RFC 9113
+  // deprecates: a few hundred bytes each on a used connection, and a fuller stream map to
+  // probe. A PRIORITY naming one then gets the default priority (RFC 7540 5.3.4).
+  nghttp2_option_set_no_closed_streams(opt, 1);
   PORTICO_NGHTTP2_MUST(nghttp2_session_server_new3(&session_, callbacks(), this, opt,
                                                    core::SmallAllocator::nghttp2_allocator()));
   nghttp2_option_del(opt);

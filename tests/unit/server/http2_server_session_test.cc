@@ -2,6 +2,7 @@
 // client session in the test: a GET on a stream, two streams at once answered out of order, a
 // request body delivered to the listener, and RST_STREAM closing the exchange.
 #include "server/http2_server_session.h"
+#include "server/http2_exchange.h"
 #include "server_session_harness.h"
 
 #include <gtest/gtest.h>
@@ -307,6 +308,28 @@ TEST(Http2ServerSession, RstStreamFromTheClientClosesTheExchange) {
   EXPECT_EQ(c.streams[next].body, "still here");
   EXPECT_FALSE(c.goaway);
   EXPECT_EQ(h.context().connection_count(), 1u);
+}
+
+TEST(Http2ServerSession, AClosedStreamIsForgottenAtOnce) {
+  // nghttp2 would keep up to max_concurrent_streams closed streams per connection for RFC
+  // 7540's priority tree (several KiB a used connection, and longer stream-map probes).
+  ServerHarness h;
+  Http2ServerSession* session = nullptr;
+  h.handler.answer = [&](Exchange& ex) {
+    session = &static_cast<Http2Exchange&>(ex).session();
+    ex.respond(200, "text/plain", "hello");
+  };
+  TestClient& sock = h.connect();
+  H2Client c(sock);
+  int32_t first = c.get("/first");
+  ASSERT_TRUE(h.run_until([&] { return c.streams[first].closed; }));
+  int32_t second = c.get("/second");
+  ASSERT_TRUE(h.run_until([&] { return c.streams[second].closed; }));
+  ASSERT_NE(session, nullptr);
+  ASSERT_NE(session->nghttp2(), nullptr) << "the session is awake: it just served a stream";
+  EXPECT_EQ(nghttp2_session_find_stream(session->nghttp2(), first), nullptr);
+  EXPECT_EQ(nghttp2_session_find_stream(session->nghttp2(), second), nullptr);
+  EXPECT_EQ(c.streams[second].body, "hello");
 }
 
 TEST(Http2ServerSession, ConnectionClosedUnderAnOpenStreamClosesItsExchange) {
