@@ -1,8 +1,8 @@
 // Http2ServerSession driven through a real ClientConnection on a socketpair, by an nghttp2
 // client session in the test: a GET on a stream, two streams at once answered out of order, a
 // request body delivered to the listener, and RST_STREAM closing the exchange.
-#include "server/http2_server_session.h"
 #include "server/http2_exchange.h"
+#include "server/http2_server_session.h"
 #include "server_session_harness.h"
 
 #include <gtest/gtest.h>
