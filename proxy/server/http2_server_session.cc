@@ -244,6 +244,7 @@ void Http2ServerSession::on_close() {
     }
     Http2Exchange::release(st);
   }
+  header_block_exchange_ = nullptr;
   writable_.clear();
 }
 
@@ -354,6 +355,7 @@ int Http2ServerSession::on_begin_headers(nghttp2_session* s, const nghttp2_frame
   me->link(st);
   me->header_block_since_ = ev_now(me->conn_.loop());
   me->header_block_stream_ = f->hd.stream_id;
+  me->header_block_exchange_ = st;
   return 0;
 }
 
@@ -365,7 +367,9 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
   auto* me = self(ud);
   if (int rv = me->decoded_field(namelen + valuelen + 32); rv != 0)
     return rv;
-  Http2Exchange* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = me->header_block_exchange_;
+  if (!st || st->id_ != f->hd.stream_id)
+    st = stream_of(s, f->hd.stream_id);
   if (!st || st->phase_ == Http2Exchange::Phase::TOO_LARGE)
     return 0;
   if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
@@ -486,6 +490,8 @@ int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t
   // delivers no END_HEADERS, and the deadline must not outlive the stream and cut the others.
   if (id == me->header_block_stream_)
     me->header_block_since_ = 0;
+  if (st == me->header_block_exchange_)
+    me->header_block_exchange_ = nullptr;
   if (me->streams_.empty()) {
     me->conn_.touch(); // the keep-alive wait starts now
     me->quiet_since_ = ev_now(me->conn_.loop());

@@ -129,6 +129,9 @@ private:
   std::vector<Http2Exchange*> writable_; // streams to tell they may produce again
   ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
   int32_t header_block_stream_ = 0;      // ...on this stream, whose close ends the wait too
+  // The exchange of the request header block last begun, until its stream closes: its fields
+  // (one callback each) skip nghttp2's stream-map lookup.
+  Http2Exchange* header_block_exchange_ = nullptr;
   // OPEN -> DRAINING -> CLOSING; any but FAILED -> FAILED.
   void set_lifecycle(Lifecycle next);
   GlitchBudget glitches_;
