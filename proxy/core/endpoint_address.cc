@@ -80,7 +80,7 @@ std::optional<SocketAddress> literal_address(const EndpointSpec& e) {
   return std::nullopt;
 }
 
-int connect_nonblocking(const SocketAddress& a) {
+int connect_nonblocking(const SocketAddress& a, bool* done) {
   int fd = ::socket(a.get()->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
@@ -88,7 +88,10 @@ int connect_nonblocking(const SocketAddress& a) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
-  if (::connect(fd, a.get(), a.len) != 0 && errno != EINPROGRESS) {
+  int rc = ::connect(fd, a.get(), a.len);
+  if (done)
+    *done = rc == 0;
+  if (rc != 0 && errno != EINPROGRESS) {
     // A unix socket whose backlog is full answers EAGAIN: treat it as refused, like TCP's RST.
     int e = errno;
     ::close(fd);

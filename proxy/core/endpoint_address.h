@@ -31,8 +31,9 @@ struct EndpointSpec {
 expected<EndpointSpec, std::string> parse_endpoint(std::string_view text);
 // The socket address of a unix or numeric endpoint.
 std::optional<SocketAddress> literal_address(const EndpointSpec& e);
-// Starts a non-blocking connect. Returns the fd (connect in progress or done) or -1 with errno.
-int connect_nonblocking(const SocketAddress& a);
+// Starts a non-blocking connect. Returns the fd (connect in progress or done) or -1 with errno;
+// *done, when given, says whether it is done already (a unix socket's backlog took it).
+int connect_nonblocking(const SocketAddress& a, bool* done = nullptr);
 // Once the socket is writable: whether that connect succeeded.
 bool connect_succeeded(int fd);
 

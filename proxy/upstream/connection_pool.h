@@ -19,9 +19,10 @@ public:
   // room for a stream — and returns true; listener->on_upstream_ready has run. False: none
   // is free, and nothing happened.
   virtual bool reuse(UpstreamStreamListener* listener, bool fresh) = 0;
-  // Takes fd, a socket connecting to the endpoint, as a new connection and hands listener its
-  // first exchange or stream (on_upstream_ready runs before this returns).
-  virtual void open(int fd, UpstreamStreamListener* listener) = 0;
+  // Takes fd, a socket connecting to the endpoint (connected: the connect is done already),
+  // as a new connection and hands listener its first exchange or stream (on_upstream_ready
+  // runs before this returns).
+  virtual void open(int fd, bool connected, UpstreamStreamListener* listener) = 0;
   // At the connection limit, a retry needs a fresh connection: close an idle one to make
   // room. False: there was none to close.
   virtual bool close_one_idle() = 0;

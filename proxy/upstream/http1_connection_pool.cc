@@ -54,9 +54,9 @@ bool Http1ConnectionPool::reuse(UpstreamStreamListener* listener, bool fresh) {
   return false;
 }
 
-void Http1ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
+void Http1ConnectionPool::open(int fd, bool connected, UpstreamStreamListener* listener) {
   ++open_;
-  hand_to(new Http1UpstreamConnection(*this, fd), listener);
+  hand_to(new Http1UpstreamConnection(*this, fd, connected), listener);
 }
 
 bool Http1ConnectionPool::close_one_idle() {

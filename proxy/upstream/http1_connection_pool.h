@@ -21,7 +21,7 @@ public:
 
   // ConnectionPool.
   bool reuse(UpstreamStreamListener* listener, bool fresh) override;
-  void open(int fd, UpstreamStreamListener* listener) override;
+  void open(int fd, bool connected, UpstreamStreamListener* listener) override;
   bool close_one_idle() override;
   void close_all() override;
   size_t connections() const override { return open_; }

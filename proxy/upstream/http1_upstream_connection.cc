@@ -12,10 +12,17 @@
 
 namespace portico::upstream {
 
-Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd)
+Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd,
+                                                 bool connected)
     : UpstreamSocket(conns.owner(), fd), conns_(conns),
       parser_(*this, head_, arena_, pool_.cluster().max_response_header_bytes) {
   connect_started_ = ev_time();
+  if (connected && !pool_.tls()) {
+    // Done (a unix socket): the first request is written as soon as it is whole (write_now),
+    // not a loop pass later with its block held until then.
+    on_established();
+    return;
+  }
   // Writability tells that connect(2) finished, one way or the other.
   ev_io_start(pool_.loop(), &wev_);
   arm_timer(pool_.cluster().connect_timeout);

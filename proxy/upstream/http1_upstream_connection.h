@@ -44,7 +44,7 @@ public:
     TUNNEL,    // the 101 came: bytes both ways are a WebSocket tunnel's
   };
 
-  Http1UpstreamConnection(Http1ConnectionPool& conns, int fd);
+  Http1UpstreamConnection(Http1ConnectionPool& conns, int fd, bool connected);
   ~Http1UpstreamConnection() override;
   Http1UpstreamConnection(const Http1UpstreamConnection&) = delete;
   Http1UpstreamConnection& operator=(const Http1UpstreamConnection&) = delete;

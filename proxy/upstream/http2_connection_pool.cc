@@ -56,7 +56,9 @@ bool Http2ConnectionPool::reuse(UpstreamStreamListener* listener, bool) {
   return true;
 }
 
-void Http2ConnectionPool::open(int fd, UpstreamStreamListener* listener) {
+void Http2ConnectionPool::open(int fd, bool, UpstreamStreamListener* listener) {
+  // A connection done connecting still waits for writability: a few open per endpoint, not
+  // one per request, and its first write is the preface and SETTINGS.
   auto* c = new Http2UpstreamConnection(*this, fd);
   conns_.push_front(c);
   ++count_;

@@ -25,7 +25,7 @@ public:
   // ConnectionPool. A stream refused by the upstream is retried on any connection with room
   // (fresh is ignored): the refusal says nothing against the connection.
   bool reuse(UpstreamStreamListener* listener, bool fresh) override;
-  void open(int fd, UpstreamStreamListener* listener) override;
+  void open(int fd, bool connected, UpstreamStreamListener* listener) override;
   bool close_one_idle() override { return false; } // a connection with no stream costs little
   void close_all() override;
   size_t connections() const override { return count_; }

@@ -134,7 +134,8 @@ bool UpstreamPool::connect_for(UpstreamStreamListener* listener, bool from_queue
     listener->on_upstream_error(UpstreamError::CONNECT_REFUSED, Delivery::NOT_DELIVERED);
     return false;
   }
-  int fd = core::connect_nonblocking(address_);
+  bool connected = false;
+  int fd = core::connect_nonblocking(address_, &connected);
   if (fd < 0) {
     if (errno == EAGAIN && conns_->connections() > 0 && cluster_.queue_timeout > 0) {
       // A unix socket's listen backlog is full: the upstream is at capacity, not gone. Wait
@@ -146,7 +147,7 @@ bool UpstreamPool::connect_for(UpstreamStreamListener* listener, bool from_queue
     return false;
   }
   ++connects_;
-  conns_->open(fd, listener);
+  conns_->open(fd, connected, listener);
   publish();
   return true;
 }

@@ -280,6 +280,31 @@ TEST_F(UpstreamPoolTest, AWholeRequestIsWrittenAtOnceAndItsBlockGivenBack) {
   ::close(server);
 }
 
+TEST_F(UpstreamPoolTest, AConnectionToAUnixSocketWritesItsFirstRequestAtOnce) {
+  // connect(2) to a unix socket is done when it returns (the backlog took it): the connection
+  // waits for no writability, so that a burst of new clients does not leave a block holding
+  // each request head until the next loop pass.
+  make_pool(true);
+  FakeRequest a;
+  a.send_get = true;
+  int64_t blocks = core::BlockPool::local().in_use();
+  pool_->acquire(&a, false);
+  ASSERT_EQ(a.ready, 1);
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
+  int server = ::accept(listen_fd_, nullptr, nullptr);
+  ASSERT_GE(server, 0);
+  char buf[512];
+  ssize_t n = ::recv(server, buf, sizeof buf, MSG_DONTWAIT);
+  ASSERT_GT(n, 0) << "the request was not written when acquire returned";
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)).rfind("GET / HTTP/1.1\r\n", 0), 0u);
+  const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  ASSERT_EQ(::send(server, ok, sizeof ok - 1, 0), static_cast<ssize_t>(sizeof ok - 1));
+  run_until([&] { return a.ended > 0; });
+  EXPECT_EQ(a.ended, 1);
+  deferred_->run();
+  ::close(server);
+}
+
 TEST_F(UpstreamPoolTest, AnH2cConnectionDrainedByGoawayLeavesNoStreamCounted) {
   cluster_.protocol = config::UpstreamProtocol::H2C;
   make_pool(true);
