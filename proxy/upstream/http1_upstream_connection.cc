@@ -12,8 +12,7 @@
 
 namespace portico::upstream {
 
-Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd,
-                                                 bool connected)
+Http1UpstreamConnection::Http1UpstreamConnection(Http1ConnectionPool& conns, int fd, bool connected)
     : UpstreamSocket(conns.owner(), fd), conns_(conns),
       parser_(*this, head_, arena_, pool_.cluster().max_response_header_bytes) {
   connect_started_ = ev_time();
