@@ -13,7 +13,7 @@ char* Arena::allocate_large(size_t n, size_t capacity) {
 char* Arena::allocate(size_t n) {
   if (n > core::kBlockSize / 2)
     return allocate_large(n, n);
-  if (!head_ && inline_used_ + n <= kInline) {
+  if (!head_ && inline_used_ + n <= inline_capacity_) {
     char* p = inline_ + inline_used_;
     inline_used_ += static_cast<uint32_t>(n);
     return p;
@@ -56,7 +56,7 @@ std::string_view Arena::append(std::string_view last, std::string_view more) {
     return copy(more);
   size_t n = last.size() + more.size();
   if (!head_ && last.data() + last.size() == inline_ + inline_used_ &&
-      inline_used_ + more.size() <= kInline) {
+      inline_used_ + more.size() <= inline_capacity_) {
     std::memcpy(inline_ + inline_used_, more.data(), more.size());
     inline_used_ += static_cast<uint32_t>(more.size());
     return {last.data(), n};

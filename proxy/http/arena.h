@@ -1,9 +1,9 @@
 #pragma once
-// Bump allocator for one exchange's header bytes. The first kInline bytes live in the arena
-// itself, which holds a typical request's fields without touching a pool (and an HTTP/2 stream
-// parked for reuse holds no 16 KiB block for its 200 bytes of headers); past that, pooled
-// blocks, and for a very large value a heap buffer. Views handed out stay valid until reset();
-// nothing is ever moved.
+// Bump allocator for one exchange's header bytes. The first bytes live in the arena itself
+// (InlineArena<N>: N of them, kInline by default), which holds a typical request's fields
+// without touching a pool (and an HTTP/2 stream parked for reuse holds no 16 KiB block for its
+// 200 bytes of headers); past that, pooled blocks, and for a very large value a heap buffer.
+// Views handed out stay valid until reset(); nothing is ever moved.
 #include "core/block_pool.h"
 
 #include <initializer_list>
@@ -14,7 +14,6 @@ namespace portico::http {
 
 class Arena {
 public:
-  Arena() = default;
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   ~Arena() { release(); }
@@ -34,6 +33,10 @@ public:
 
   static constexpr size_t kInline = 1024;
 
+protected:
+  // space: capacity bytes that live as long as the arena (the derived InlineArena's own).
+  Arena(char* space, uint32_t capacity) : inline_(space), inline_capacity_(capacity) {}
+
 private:
   struct Large {
     char* data;
@@ -42,10 +45,19 @@ private:
   };
   char* allocate_large(size_t n, size_t capacity);
 
+  char* const inline_;
+  const uint32_t inline_capacity_;
   uint32_t inline_used_ = 0;
   core::Block* head_ = nullptr; // newest block first; none while the inline bytes suffice
   std::vector<Large> large_;    // allocations bigger than half a block, newest last
-  char inline_[kInline];
+};
+
+template <size_t N = Arena::kInline> class InlineArena final : public Arena {
+public:
+  InlineArena() : Arena(space_, N) {}
+
+private:
+  char space_[N];
 };
 
 } // namespace portico::http

@@ -127,7 +127,7 @@ protected:
   void copy_request(const http::RequestHead& head);
 
   http::RequestHead request_;
-  http::Arena arena_;
+  http::InlineArena<> arena_;
   struct ev_loop* loop_ = nullptr;
   ExchangeListener* listener_ = nullptr;
   RequestHandler* handler_ = nullptr;

@@ -85,7 +85,7 @@ private:
   Http2UpstreamConnection& conn_;
   UpstreamStreamListener* client_;
   int32_t id_ = -1;
-  http::Arena arena_;
+  http::InlineArena<> arena_;
   http::UpstreamResponseHead head_;
   core::ByteQueue body_; // request body not yet framed
   std::vector<http::Header> trailers_;

@@ -107,7 +107,7 @@ Reading read(const uint8_t* data, size_t size, const ParserLimits& limits, uint3
              size_t max_piece) {
   CheckingSink sink(limits);
   RequestHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1RequestParser parser(sink, head, arena, limits);
   const char* p = reinterpret_cast<const char*>(data);
   size_t used = 0;

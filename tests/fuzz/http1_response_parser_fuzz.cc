@@ -198,7 +198,7 @@ Reading read(const uint8_t* data, size_t size, size_t max_header_bytes, uint32_t
              size_t max_piece) {
   CheckingSink sink;
   UpstreamResponseHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1ResponseParser parser(sink, head, arena, max_header_bytes);
   const char* p = reinterpret_cast<const char*>(data);
   size_t used = 0, begin = 0;

@@ -10,7 +10,7 @@ namespace portico::http {
 namespace {
 
 TEST(Arena, CopyAndAllocate) {
-  Arena a;
+  InlineArena<> a;
   EXPECT_TRUE(a.copy("").empty());
   std::string src = "hello";
   std::string_view v = a.copy(src);
@@ -24,7 +24,7 @@ TEST(Arena, CopyAndAllocate) {
 }
 
 TEST(Arena, AppendToTheNewestAllocationGrowsInPlace) {
-  Arena a;
+  InlineArena<> a;
   std::string_view v = a.copy("ab");
   std::string_view w = a.append(v, "cd");
   EXPECT_EQ(w, "abcd");
@@ -35,7 +35,7 @@ TEST(Arena, AppendToTheNewestAllocationGrowsInPlace) {
 }
 
 TEST(Arena, AppendToAnOlderAllocationCopies) {
-  Arena a;
+  InlineArena<> a;
   std::string_view first = a.copy("first");
   std::string_view second = a.copy("second");
   std::string_view grown = a.append(first, "+more");
@@ -47,7 +47,7 @@ TEST(Arena, AppendToAnOlderAllocationCopies) {
 }
 
 TEST(Arena, AppendAcrossABlockEnd) {
-  Arena a;
+  InlineArena<> a;
   // Fill most of a block, then grow a value past its end.
   a.allocate(core::kBlockSize - 10);
   std::string_view v = a.copy("12345");
@@ -57,7 +57,7 @@ TEST(Arena, AppendAcrossABlockEnd) {
 }
 
 TEST(Arena, LargeAllocations) {
-  Arena a;
+  InlineArena<> a;
   std::string big(3 * core::kBlockSize, 'B');
   std::string_view v = a.copy(big);
   EXPECT_EQ(v, big);
@@ -69,7 +69,7 @@ TEST(Arena, LargeAllocations) {
 TEST(Arena, AByteAtATimeValueGrowsInPlaceMostOfTheTime) {
   // A client may send a long header value a byte per packet: each byte is an append. Copies
   // must be rare (geometric growth), not one per byte.
-  Arena a;
+  InlineArena<> a;
   std::string expect;
   std::string_view v;
   int moves = 0;
@@ -86,7 +86,7 @@ TEST(Arena, AByteAtATimeValueGrowsInPlaceMostOfTheTime) {
 }
 
 TEST(Arena, ResetReturnsEveryBlock) {
-  Arena a;
+  InlineArena<> a;
   for (int i = 0; i < 10; ++i)
     a.allocate(core::kBlockSize / 2);
   a.copy(std::string(100000, 'L'));
@@ -103,7 +103,7 @@ TEST(Arena, ResetReturnsEveryBlock) {
 }
 
 TEST(Arena, InlineBytesFirstThenBlocks) {
-  Arena a;
+  InlineArena<> a;
   size_t free_before = core::BlockPool::local().free_count();
   std::string_view first = a.copy(std::string(Arena::kInline - 10, 'a'));
   EXPECT_EQ(core::BlockPool::local().free_count(), free_before);
@@ -117,6 +117,23 @@ TEST(Arena, InlineBytesFirstThenBlocks) {
   EXPECT_EQ(moved.size(), Arena::kInline + 1);
   EXPECT_EQ(moved.back(), '!');
   EXPECT_EQ(moved.substr(0, 3), "aaa");
+}
+
+TEST(Arena, ItsInlineBytesAreItsOwnSizeAndABlockComesPastThem) {
+  InlineArena<64> a;
+  EXPECT_LT(sizeof a, sizeof(InlineArena<>));
+  int64_t blocks = core::BlockPool::local().in_use();
+  std::string_view v = a.copy(std::string(64, 'a'));
+  EXPECT_GE(v.data(), reinterpret_cast<const char*>(&a));
+  EXPECT_LT(v.data(), reinterpret_cast<const char*>(&a) + sizeof a);
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
+  std::string_view w = a.copy("b");
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks + 1);
+  EXPECT_EQ(v, std::string(64, 'a'));
+  EXPECT_EQ(w, "b");
+  a.reset();
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
+  EXPECT_EQ(a.copy("c").data(), v.data()); // the inline bytes again
 }
 
 } // namespace

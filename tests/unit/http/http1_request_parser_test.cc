@@ -62,7 +62,7 @@ struct Outcome {
 Outcome parse(std::string_view input, const ParserLimits& limits = {}, size_t step = SIZE_MAX) {
   Recorder sink;
   RequestHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1RequestParser parser(sink, head, arena, limits);
   sink.parser = &parser;
   size_t used = 0;
@@ -87,7 +87,7 @@ Outcome parse_random_splits(std::string_view input, unsigned seed,
   std::mt19937 rng(seed);
   Recorder sink;
   RequestHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1RequestParser parser(sink, head, arena, limits);
   sink.parser = &parser;
   size_t used = 0;
@@ -368,7 +368,7 @@ TEST(Http1RequestParser, PausesAfterEachPipelinedRequest) {
   std::string all = a + b + c + "GET /4 HTTP/1.1\r\nHost: a\r\n\r\n";
   Recorder sink;
   RequestHead head;
-  Arena arena;
+  InlineArena<> arena;
   ParserLimits limits;
   Http1RequestParser parser(sink, head, arena, limits);
   EXPECT_TRUE(parser.idle());
@@ -570,7 +570,7 @@ TEST(Http1RequestParser, BodyLimitIs413) {
 TEST(Http1RequestParser, StaysFailedAndIdleTracksTheMessage) {
   Recorder sink;
   RequestHead head;
-  Arena arena;
+  InlineArena<> arena;
   ParserLimits limits;
   Http1RequestParser parser(sink, head, arena, limits);
   std::string part = "GET / HTTP/1.1\r\nHo";

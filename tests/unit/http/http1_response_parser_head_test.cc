@@ -125,7 +125,7 @@ TEST(Http1ResponseParser, KeepAlive) {
 TEST(Http1ResponseParser, CloseDelimitedBodyEndsAtEof) {
   Recorder sink;
   UpstreamResponseHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1ResponseParser parser(sink, head, arena, kMax);
   parser.start(false);
   std::string r = "HTTP/1.1 200 OK\r\n\r\npartial";
@@ -147,7 +147,7 @@ TEST(Http1ResponseParser, CutResponsesAreNotComplete) {
            chunked("3\r\nabc\r\n"), chunked("a\r\nabc"), chunked("0\r\nX-T: 1\r\n")}) {
     Recorder sink;
     UpstreamResponseHead head;
-    Arena arena;
+    InlineArena<> arena;
     Http1ResponseParser parser(sink, head, arena, kMax);
     parser.start(false);
     parser.feed(r.data(), r.size());
@@ -187,7 +187,7 @@ TEST(Http1ResponseParser, FramingFaultWithTheHeadIsFoundBeforeTheHeadIsHandedOn)
 TEST(Http1ResponseParser, ReusableAcrossResponses) {
   Recorder sink;
   UpstreamResponseHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1ResponseParser parser(sink, head, arena, kMax);
   const std::string responses[] = {
       "HTTP/1.1 204 No Content\r\n\r\n",
@@ -219,7 +219,7 @@ TEST(Http1ResponseParser, ScansFromTheFirstResponseWithoutStart) {
   // The constructor starts the first response: nothing reads unscanned bytes.
   Recorder sink;
   UpstreamResponseHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1ResponseParser parser(sink, head, arena, kMax);
   std::string bad = "HTTP/1.1 200 OK\r\nContent-Length: 0\n\n";
   parser.feed(bad.data(), bad.size());

@@ -77,7 +77,7 @@ struct Feed {
 inline Outcome parse(std::string_view input, const Feed& how = {}) {
   Recorder sink;
   UpstreamResponseHead head;
-  Arena arena;
+  InlineArena<> arena;
   Http1ResponseParser parser(sink, head, arena, how.max);
   parser.start(how.head_request);
   std::mt19937 rng(how.seed);

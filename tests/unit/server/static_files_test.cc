@@ -54,7 +54,7 @@ public:
 private:
   struct ev_loop* loop_;
   http::RequestHead req_;
-  http::Arena arena_;
+  http::InlineArena<> arena_;
   std::vector<http::Header> fields_;
 };
 
