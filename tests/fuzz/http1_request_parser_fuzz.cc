@@ -14,7 +14,7 @@
 
 namespace {
 
-using portico::http::Arena;
+using portico::http::InlineArena;
 using portico::http::Http1RequestParser;
 using portico::http::ParseError;
 using portico::http::ParserLimits;

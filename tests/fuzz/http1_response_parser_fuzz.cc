@@ -19,7 +19,7 @@
 
 namespace {
 
-using portico::http::Arena;
+using portico::http::InlineArena;
 using portico::http::Http1ResponseParser;
 using portico::http::UpstreamResponseHead;
 
