@@ -14,8 +14,8 @@
 
 namespace {
 
-using portico::http::InlineArena;
 using portico::http::Http1RequestParser;
+using portico::http::InlineArena;
 using portico::http::ParseError;
 using portico::http::ParserLimits;
 using portico::http::RequestHead;

@@ -19,8 +19,8 @@
 
 namespace {
 
-using portico::http::InlineArena;
 using portico::http::Http1ResponseParser;
+using portico::http::InlineArena;
 using portico::http::UpstreamResponseHead;
 
 #define FUZZ_CHECK(cond)                                                                           \
