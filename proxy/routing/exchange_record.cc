@@ -16,7 +16,8 @@ ExchangeRecord::ExchangeRecord(const server::Exchange& ex, const Route& r, metri
     : route(*r.metrics), label(r.label), log(log), target_sent(ex.request().target),
       started_at(ev_time()) {}
 
-void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream, int retries) {
+void ExchangeRecord::close(const server::Exchange& ex, std::string_view upstream, int retries,
+                           std::string_view cache_status, std::string_view limit) {
   if (status == 0 && ex.response_status() != 0)
     // The session answered behind the route's back: a body refused midway (413).
     answered(ex.response_status(), metrics::AnsweredBy::PROXY);

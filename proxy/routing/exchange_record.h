@@ -29,8 +29,10 @@ struct ExchangeRecord {
   void add_response_bytes(size_t n) { route.bytes_sent.inc(n); }
   // The exchange closed: counted (a client gone before any answer as 499, nginx's "client
   // closed request"; an answer the session gave itself, as the proxy's) and logged.
-  // upstream: the endpoint last tried, or empty.
-  void close(const server::Exchange& ex, std::string_view upstream, int retries);
+  // upstream: the endpoint last tried, or empty; cache_status and limit: what the filters said
+  // (ExchangeOptions), for $cache_status and $limit.
+  void close(const server::Exchange& ex, std::string_view upstream, int retries,
+             std::string_view cache_status = {}, std::string_view limit = {});
 
   metrics::RouteMetrics& route;
   std::string_view label;
@@ -42,8 +44,6 @@ struct ExchangeRecord {
   // Phase times of the last attempt (seconds), and the body sizes, for the access log.
   double queue = 0, connect = 0, first_byte = 0;
   uint64_t bytes_in = 0;
-  std::string_view cache_status; // a cache filter's Cache-Status, for $cache_status
-  std::string_view limit;        // the limit that refused or delayed it, for $limit
 };
 
 metrics::Protocol protocol_of(const server::Exchange& ex);

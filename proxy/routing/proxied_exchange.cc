@@ -16,6 +16,10 @@ namespace {
 
 constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;
 
+// One per request in flight, from SmallAllocator's power-of-two classes: a few bytes over 512
+// take a 1 KiB chunk each (thousands of them at a few thousand busy clients).
+static_assert(sizeof(ProxiedExchange) <= 512, "ProxiedExchange outgrew its 512-byte chunk");
+
 } // namespace
 
 ProxiedExchange::ProxiedExchange(server::Exchange& ex, const Route& route, const RouterContext& ctx,
@@ -508,10 +512,8 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
               request_ended_ && !tunnel_ && chain_ && chain_->keep_response();
   if (chain_ && !keep)
     chain_->close();
-  record_.cache_status = options_.cache_status;
-  record_.limit = options_.limit;
   record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
-                retries_);
+                retries_, options_.cache_status, options_.limit);
   if (keep) {
     kept_ = true;
     ctx_.kept->push_back(this);
