@@ -512,8 +512,8 @@ void ProxiedExchange::on_exchange_close(server::Exchange& ex) {
               request_ended_ && !tunnel_ && chain_ && chain_->keep_response();
   if (chain_ && !keep)
     chain_->close();
-  record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(),
-                retries_, options_.cache_status, options_.limit);
+  record_.close(ex, pool_ ? std::string_view(pool_->endpoint().text) : std::string_view(), retries_,
+                options_.cache_status, options_.limit);
   if (keep) {
     kept_ = true;
     ctx_.kept->push_back(this);
