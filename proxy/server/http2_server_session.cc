@@ -262,17 +262,19 @@ void Http2ServerSession::submit_response(Http2Exchange& st, const http::Response
   // submit returns, so one vector per thread serves every response.
   thread_local std::vector<nghttp2_nv> nv;
   nv.clear();
-  nv.push_back(make_nv(":status", {status, 3}));
-  nv.push_back(make_nv("server", ctx.limits().server_name));
-  nv.push_back(make_nv("date", head.date.empty() ? core::http_date_now() : head.date));
+  // Names of our own are literals, lower case already: nghttp2 need not copy them.
+  constexpr uint8_t kName = NGHTTP2_NV_FLAG_NO_COPY_NAME;
+  nv.push_back(make_nv(":status", {status, 3}, kName));
+  nv.push_back(make_nv("server", ctx.limits().server_name, kName));
+  nv.push_back(make_nv("date", head.date.empty() ? core::http_date_now() : head.date, kName));
   if (conn_.is_tls())
     if (std::string_view alt = ctx.limits().alt_svc_for(conn_.listener(), head); !alt.empty())
-      nv.push_back(make_nv("alt-svc", alt));
+      nv.push_back(make_nv("alt-svc", alt, kName));
   head.for_each([&](const http::Header& h) { nv.push_back(make_nv(h.name, h.value)); });
   if (head.content_length >= 0 && !http::status_has_no_body(head.status)) {
     length_len = static_cast<size_t>(
         std::to_chars(length, length + sizeof length, head.content_length).ptr - length);
-    nv.push_back(make_nv("content-length", {length, length_len}));
+    nv.push_back(make_nv("content-length", {length, length_len}, kName));
   }
   nghttp2_data_provider provider;
   provider.source.ptr = &st;
@@ -421,7 +423,9 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
   }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
     return 0;
-  Http2Exchange* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = me->header_block_exchange_;
+  if (!st || st->id_ != f->hd.stream_id)
+    st = stream_of(s, f->hd.stream_id);
   if (!st)
     return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -436,7 +440,8 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
     me->dispatch(*st);
   }
   // The handler may have reset the stream; look it up again.
-  if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && stream_of(s, f->hd.stream_id) == st &&
+  if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+      (st == me->header_block_exchange_ || stream_of(s, f->hd.stream_id) == st) &&
       st->session_ == me)
     me->request_ended(*st);
   return 0;
