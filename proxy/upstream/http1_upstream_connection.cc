@@ -133,6 +133,7 @@ void Http1UpstreamConnection::flush() {
       // The upstream went away while we were writing; its response, if any, may still be
       // readable, so only fail if nothing comes (the read side reports EOF or a reset).
       if (errno == EPIPE || errno == ECONNRESET) {
+        write_failed_ = true; // never another request on it
         out_.clear();
         ev_io_stop(pool_.loop(), &wev_);
         on_readable();
@@ -423,8 +424,8 @@ void Http1UpstreamConnection::finish_exchange() {
   // sends that body anyway, in a later write where the next request's response would be
   // read: its framing is in doubt, and a new connection costs less than a wrong answer.
   bool reusable = head_.keep_alive && !head_.body_announced && request_ != RequestPhase::SENDING &&
-                  out_.empty() && (!in_ || in_->readable() == 0) && state_ == State::ACTIVE &&
-                  framing_ != BodyFraming::TUNNEL &&
+                  !write_failed_ && out_.empty() && (!in_ || in_->readable() == 0) &&
+                  state_ == State::ACTIVE && framing_ != BodyFraming::TUNNEL &&
                   pool_.cluster().send_proxy_protocol ==
                       config::ProxyProtocolVersion::NONE; // one client's connection
   if (reusable && in_) {

@@ -131,6 +131,8 @@ private:
   // has shut its side of the tunnel (our SHUT_WR follows once the output is empty).
   bool reading_paused_ = false;
   bool tunnel_write_shut_ = false;
+  // A write met EPIPE or ECONNRESET: the upstream reads no more, whatever it still sends.
+  bool write_failed_ = false;
   double tunnel_timeout_ = 300;
 };
 

@@ -17,6 +17,8 @@
 #include <dirent.h>
 #include <ev.h>
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <string>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -302,6 +304,37 @@ TEST_F(UpstreamPoolTest, AConnectionToAUnixSocketWritesItsFirstRequestAtOnce) {
   run_until([&] { return a.ended > 0; });
   EXPECT_EQ(a.ended, 1);
   deferred_->run();
+  ::close(server);
+}
+
+TEST_F(UpstreamPoolTest, AConnectionWhoseRequestWriteFailedIsNotPooled) {
+  // The upstream stops reading (here shutdown(SHUT_RD): the write gets EPIPE) yet answers in
+  // full with keep-alive. The answer is passed on, but the connection cannot carry another
+  // request: pooled (newest first), it was handed the next request, whose write failed on it.
+  std::signal(SIGPIPE, SIG_IGN); // as the servers do
+  make_pool(true);
+  FakeRequest a;
+  pool_->acquire(&a, false);
+  ASSERT_EQ(a.ready, 1);
+  http::RequestHead req;
+  req.method = "POST";
+  req.target = "/";
+  req.authority = "app";
+  req.content_length = 4;
+  a.up->send_head(req, BodyFraming::CONTENT_LENGTH, ClientOrigin{}, ForwardingOptions{});
+  deferred_->run();
+  int server = accept_once(saw_head);
+  ASSERT_GE(server, 0);
+  ASSERT_EQ(::shutdown(server, SHUT_RD), 0);
+  const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  ASSERT_EQ(::send(server, ok, sizeof ok - 1, 0), static_cast<ssize_t>(sizeof ok - 1));
+  a.up->send_body("body");
+  a.up->end_request({}); // its write fails: EPIPE
+  deferred_->run();      // the flush meets EPIPE again, and reads the answer
+  EXPECT_EQ(a.ended, 1);
+  EXPECT_TRUE(a.errors.empty());
+  EXPECT_EQ(pool_->connections().idle(), 0u) << "a connection that cannot be written was pooled";
+  EXPECT_EQ(pool_->connections().connections(), 0u);
   ::close(server);
 }
 
