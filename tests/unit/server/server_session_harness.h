@@ -3,6 +3,7 @@
 // socketpairs (the context adopts one end, the test holds the other), a handler that does what
 // each test tells it, a listener that records what it hears, and a reader of HTTP/1 responses.
 // Nothing sleeps: run_until() turns the loop until a condition holds or a deadline passes.
+#include "loop_until.h"
 #include "server/exchange.h"
 #include "server/server_context.h"
 
@@ -158,26 +159,9 @@ public:
     return *clients_.back();
   }
 
-  // Turns the loop until done() holds; false if `limit` seconds pass first. done() is also
-  // asked at the end of each iteration's deferred work, before the loop would block, so what
-  // that work did is seen at once; a watchdog timer ends a wait for what never happens.
+  // Turns the loop until done() holds; false if `limit` seconds pass first (loop_until.h).
   bool run_until(const std::function<bool()>& done, ev_tstamp limit = 5) {
-    Wait wait{&done};
-    ev_timer watchdog;
-    ev_timer_init(&watchdog, watchdog_cb, limit, 0);
-    watchdog.data = &wait;
-    ev_prepare check;
-    ev_prepare_init(&check, check_cb);
-    ev_set_priority(&check, EV_MINPRI); // after the deferral queue's own ev_prepare
-    check.data = &wait;
-    ev_now_update(loop_);
-    ev_timer_start(loop_, &watchdog);
-    ev_prepare_start(loop_, &check);
-    while (!done() && !wait.expired)
-      ev_run(loop_, EVRUN_ONCE);
-    ev_prepare_stop(loop_, &check);
-    ev_timer_stop(loop_, &watchdog);
-    return done();
+    return unit::run_loop_until(loop_, done, limit);
   }
   // Turns the loop n times without waiting: whatever is ready to happen, happens.
   void run_ready(int n = 20) {
@@ -193,18 +177,6 @@ public:
   FakeHandler handler;
 
 private:
-  struct Wait {
-    const std::function<bool()>* done;
-    bool expired = false;
-  };
-  static void watchdog_cb(struct ev_loop*, ev_timer* w, int) {
-    static_cast<Wait*>(w->data)->expired = true;
-  }
-  static void check_cb(struct ev_loop* loop, ev_prepare* w, int) {
-    if ((*static_cast<Wait*>(w->data)->done)())
-      ev_break(loop, EVBREAK_ONE); // before the loop blocks
-  }
-
   struct ev_loop* loop_;
   std::unique_ptr<ServerContext> ctx_;
   std::vector<std::unique_ptr<TestClient>> clients_;

@@ -8,6 +8,7 @@
 #include "core/block_pool.h"
 #include "core/deferred_queue.h"
 #include "http/request_head.h"
+#include "loop_until.h"
 #include "metrics/worker_metrics.h"
 #include "upstream/upstream_pool.h"
 #include "upstream/upstream_stream.h"
@@ -100,35 +101,8 @@ protected:
     pool_ = std::make_unique<UpstreamPool>(loop_, *deferred_, *spec, cluster_, 1, *metrics_,
                                            metrics_->endpoints[0]);
   }
-  // Runs the loop until done() or a second has passed. done() is also asked after each pass's
-  // deferred work, before the loop would block: without that, work done there (a flush) is
-  // seen only once the next timer has fired, and after whatever that timer did.
-  template <typename F> void run_until(F done) {
-    struct Wait {
-      F* done;
-      bool expired = false;
-    } wait{&done};
-    ev_timer watchdog;
-    ev_timer_init(
-        &watchdog,
-        [](struct ev_loop*, ev_timer* w, int) { static_cast<Wait*>(w->data)->expired = true; }, 1.,
-        0.);
-    watchdog.data = &wait;
-    ev_prepare check;
-    ev_prepare_init(&check, [](struct ev_loop* loop, ev_prepare* w, int) {
-      if ((*static_cast<Wait*>(w->data)->done)())
-        ev_break(loop, EVBREAK_ONE);
-    });
-    ev_set_priority(&check, EV_MINPRI); // after the deferral queue's own ev_prepare
-    check.data = &wait;
-    ev_now_update(loop_);
-    ev_timer_start(loop_, &watchdog);
-    ev_prepare_start(loop_, &check);
-    while (!done() && !wait.expired)
-      ev_run(loop_, EVRUN_ONCE);
-    ev_prepare_stop(loop_, &check);
-    ev_timer_stop(loop_, &watchdog);
-  }
+  // Runs the loop until done() or a second has passed (loop_until.h).
+  template <typename F> void run_until(F done) { unit::run_loop_until(loop_, done, 1); }
 
   // Accepts the pool's connection and reads from it until seen(fd, what it read) says enough
   // came; returns its descriptor, or -1 when a second passed first.
