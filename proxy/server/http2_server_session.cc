@@ -369,9 +369,7 @@ int Http2ServerSession::on_header(nghttp2_session* s, const nghttp2_frame* f, co
   auto* me = self(ud);
   if (int rv = me->decoded_field(namelen + valuelen + 32); rv != 0)
     return rv;
-  Http2Exchange* st = me->header_block_exchange_;
-  if (!st || st->id_ != f->hd.stream_id)
-    st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = me->stream_of(s, f->hd.stream_id);
   if (!st || st->phase_ == Http2Exchange::Phase::TOO_LARGE)
     return 0;
   if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
@@ -416,16 +414,14 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
   case NGHTTP2_RST_STREAM:
     // A stream reset before its response began: the rapid-reset pattern, which turns into
     // upstream work (and upstream connections closed mid-request) for nothing.
-    if (Http2Exchange* st = stream_of(s, f->hd.stream_id); st && !st->head_sent_)
+    if (Http2Exchange* st = me->stream_of(s, f->hd.stream_id); st && !st->head_sent_)
       return me->glitch();
     break;
   default: break;
   }
   if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
     return 0;
-  Http2Exchange* st = me->header_block_exchange_;
-  if (!st || st->id_ != f->hd.stream_id)
-    st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = me->stream_of(s, f->hd.stream_id);
   if (!st)
     return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -440,8 +436,7 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
     me->dispatch(*st);
   }
   // The handler may have reset the stream; look it up again.
-  if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
-      (st == me->header_block_exchange_ || stream_of(s, f->hd.stream_id) == st) &&
+  if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && me->stream_of(s, f->hd.stream_id) == st &&
       st->session_ == me)
     me->request_ended(*st);
   return 0;
@@ -449,7 +444,7 @@ int Http2ServerSession::on_frame_recv(nghttp2_session* s, const nghttp2_frame* f
 
 int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t id,
                                            const uint8_t* data, size_t len, void* ud) {
-  Http2Exchange* st = stream_of(s, id);
+  Http2Exchange* st = self(ud)->stream_of(s, id);
   if (!st) {
     PORTICO_NGHTTP2_MUST(nghttp2_session_consume_connection(s, len));
     return 0;
@@ -478,7 +473,7 @@ int Http2ServerSession::on_data_chunk_recv(nghttp2_session* s, uint8_t, int32_t 
 }
 
 int Http2ServerSession::on_stream_close(nghttp2_session* s, int32_t id, uint32_t, void* ud) {
-  Http2Exchange* st = stream_of(s, id);
+  Http2Exchange* st = self(ud)->stream_of(s, id);
   if (!st)
     return 0;
   auto* me = self(ud);
@@ -531,7 +526,7 @@ int Http2ServerSession::on_frame_send(nghttp2_session* s, const nghttp2_frame* f
       !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;
   // The response is complete before the request: tell the client to stop sending.
-  Http2Exchange* st = stream_of(s, f->hd.stream_id);
+  Http2Exchange* st = self(ud)->stream_of(s, f->hd.stream_id);
   if (st && !st->request_ended_)
     PORTICO_NGHTTP2_MUST(
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR));

@@ -88,7 +88,11 @@ private:
   static Http2ServerSession* self(void* user_data) {
     return static_cast<Http2ServerSession*>(user_data);
   }
-  static Http2Exchange* stream_of(nghttp2_session* s, int32_t id) {
+  // The exchange of stream id: the header block's last begun without a lookup (its fields come
+  // one callback each), any other from nghttp2's stream map.
+  Http2Exchange* stream_of(nghttp2_session* s, int32_t id) const {
+    if (header_block_exchange_ && header_block_exchange_->id_ == id)
+      return header_block_exchange_;
     return static_cast<Http2Exchange*>(nghttp2_session_get_stream_user_data(s, id));
   }
 
@@ -129,8 +133,7 @@ private:
   std::vector<Http2Exchange*> writable_; // streams to tell they may produce again
   ev_tstamp header_block_since_ = 0;     // a request's HEADERS came, its END_HEADERS not yet
   int32_t header_block_stream_ = 0;      // ...on this stream, whose close ends the wait too
-  // The exchange of the request header block last begun, until its stream closes: its fields
-  // (one callback each) skip nghttp2's stream-map lookup.
+  // The exchange of the request header block last begun, until its stream closes (stream_of).
   Http2Exchange* header_block_exchange_ = nullptr;
   // OPEN -> DRAINING -> CLOSING; any but FAILED -> FAILED.
   void set_lifecycle(Lifecycle next);

@@ -78,7 +78,7 @@ int Http2ServerSession::on_begin_frame(nghttp2_session* s, const nghttp2_frame_h
   case NGHTTP2_WINDOW_UPDATE:
     // For a stream that is not open: nghttp2 ignores these silently once a stream is closed.
     // A stream that just closed excuses a few (GlitchBudget::stream_closed).
-    if (hd->stream_id != 0 && !stream_of(s, hd->stream_id))
+    if (hd->stream_id != 0 && !me->stream_of(s, hd->stream_id))
       return me->glitch(true);
     break;
   default: break;
