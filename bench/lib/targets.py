@@ -16,10 +16,27 @@ CPU_LIMITS = {"h1-hello": 0.70, "h2c-hello-m1": 1.00, "h2c-hello-m10": 0.70,
 RATE_WORKLOADS = ("h1-rate", "h2c-rate")  # p99 at a fixed rate ≤ the best peer's
 RSS_REFERENCE = "nginx"  # peak RSS under load and KiB per idle connection ≤ nginx's
 ARROW = "→"
+# Per-round ratios further apart than this (largest over smallest) mean the host's other load
+# moved between the servers' turns more than the servers differ: the line says so, since a
+# median of such rounds decides nothing.
+NOISY_SPREAD = 1.25
 
 
 def _rounds(values):
     return ", ".join(_fmt(v, 2) for v in values) or "–"
+
+
+def noisy_note(values):
+    """A warning when the per-round ratios spread past NOISY_SPREAD, else "". From five rounds
+    on, the highest and the lowest are left out first: one disturbed round moves no median."""
+    vals = sorted(v for v in values if v)
+    if len(vals) >= 5:
+        vals = vals[1:-1]
+    if len(vals) < 2 or max(vals) / min(vals) <= NOISY_SPREAD:
+        return ""
+    return (f". NOISY: the rounds spread {_fmt(vals[0], 2)}–{_fmt(vals[-1], 2)} "
+            f"({_fmt(vals[-1] / vals[0], 2)}× apart, over {NOISY_SPREAD:.2f}×): this run "
+            "cannot decide the target; rerun on a quieter host")
 
 
 def _target(ratio, limit, higher):
@@ -51,7 +68,7 @@ def _line(what, ratio, peer, rounds, limit=None, higher=False):
         return f"{head} (no target). Per round: {_rounds(rounds)}"
     sign = "≥" if higher else "≤"
     return (f"{head}, target {sign} {limit:.2f}: {_target(ratio, limit, higher)}. Per round: "
-            f"{_rounds(rounds)}")
+            f"{_rounds(rounds)}{noisy_note(rounds)}")
 
 
 def _reference_row(suite):

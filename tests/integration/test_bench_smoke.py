@@ -8,6 +8,7 @@ design, each with its reason."""
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -145,6 +146,19 @@ class BenchSmokeTest(unittest.TestCase):
         """Every proxy row says which protocol it speaks to the origin, as its name does."""
         for name, upstream in PROXY_ROWS:
             self.assertEqual(rows[name]["upstream"], upstream, f"{heading} {name}")
+
+    def test_a_target_line_says_when_its_rounds_are_too_noisy_to_decide(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(BENCH_RUN)))
+        from lib.targets import _line
+        # One disturbed round of five moves no median: no warning.
+        steady = _line("h2c-hello-m10 CPU/req", 0.88, "best peer h2o",
+                       [0.89, 0.88, 0.88, 0.84, 1.17], 0.8)
+        self.assertEqual(steady, "- h2c-hello-m10 CPU/req: 0.88× best peer h2o, target ≤ 0.80: "
+                                 "NOT MET. Per round: 0.89, 0.88, 0.88, 0.84, 1.17")
+        # Rounds this far apart say the host, not the servers: the line says so.
+        noisy = _line("h2c-hello-m10 CPU/req", 0.79, "best peer h2o", [0.82, 0.98, 0.76], 0.8)
+        self.assertRegex(noisy, r"ok\. Per round: 0\.82, 0\.98, 0\.76\. NOISY: the rounds "
+                                r"spread 0\.76–0\.98 \(1\.29× apart, over 1\.25×\)")
 
     def test_backend_suite_smoke(self):
         harness.need("nginx", "starman", "h2o", "memcached", "wrk", "h2load", "taskset",
