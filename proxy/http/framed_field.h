@@ -1,6 +1,7 @@
 #pragma once
-// One decoded field of an HTTP/2 or HTTP/3 request's header section, into its RequestHead: the
-// libraries (nghttp2, nghttp3) have checked it; here it is only put where it belongs.
+// One decoded field of an HTTP/2 or HTTP/3 request's header section, into its RequestHead: it
+// was judged already (HTTP/2 by http/h2_request_rules.h, HTTP/3 by nghttp3); here it is only
+// put where it belongs.
 #include "http/arena.h"
 #include "http/request_head.h"
 

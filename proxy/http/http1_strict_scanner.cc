@@ -1,5 +1,7 @@
 #include "http/http1_strict_scanner.h"
 
+#include "http/swar.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -60,21 +62,10 @@ namespace {
 // Bounds a chunk size far above any real body, and far below overflow in llhttp or here.
 constexpr uint64_t kMaxChunkSize = uint64_t{1} << 60;
 
-// Word-at-a-time tests (Hacker's Delight 6-1), exact as to whether any byte matches.
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHighs = 0x8080808080808080ull;
-constexpr bool has_byte_below(uint64_t w, uint8_t n) { // n <= 128
-  return ((w - kOnes * n) & ~w & kHighs) != 0;
-}
-constexpr bool has_byte(uint64_t w, uint8_t b) {
-  return has_byte_below(w ^ (kOnes * b), 1);
-}
-
-uint64_t load8(const unsigned char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
-}
+using swar::has_byte;
+using swar::has_byte_below;
+using swar::kHighs;
+using swar::load8;
 
 // Values and targets are most of a head: skip their plain bytes eight at a time, and let the
 // byte loop after find exactly where the run stops.

@@ -55,6 +55,8 @@ Http2Exchange* Http2Exchange::acquire(Http2ServerSession& s, int32_t id) {
   st->header_bytes_ = st->unconsumed_ = 0;
   st->send_waiting_since_ = 0;
   st->body_received_ = 0;
+  st->rules_ = {};
+  st->malformed_ = false;
   st->phase_ = Phase::HEAD;
   st->paused_ = st->deferred_ = st->has_provider_ = st->writable_wanted_ = false;
   st->hook_ = {};

@@ -3,6 +3,7 @@
 // until nghttp2 schedules a DATA frame for it, so a slow stream never holds up the others.
 // Streams are recycled through a per-thread free list, arena blocks and all.
 #include "core/intrusive_list.h"
+#include "http/h2_request_rules.h"
 #include "server/exchange.h"
 #include "server/stream_body.h"
 
@@ -56,7 +57,9 @@ private:
   size_t unconsumed_ = 0;            // request DATA held back from WINDOW_UPDATE while paused
   ev_tstamp send_waiting_since_ = 0; // response bytes queued, and none framed since
   int64_t body_received_ = 0;        // request DATA so far, for max_body_bytes
+  http::H2RequestRules rules_;       // whether the request is well-formed, field by field
   Phase phase_ = Phase::HEAD;
+  bool malformed_ = false; // reset with PROTOCOL_ERROR: nothing more of the request is taken
   // Conditions of the body flow rather than steps of the stream's life.
   bool paused_ = false;
   bool deferred_ = false;        // nghttp2 waits for body bytes (NGHTTP2_ERR_DEFERRED)

@@ -68,6 +68,10 @@ public:
   void resume_stream(Http2Exchange& st);
   void consume(Http2Exchange& st, size_t n);
   void reset_stream(Http2Exchange& st, uint32_t error_code);
+  // The request broke a rule of RFC 9113 8.1.1 (H2RequestRules): its stream is reset with
+  // PROTOCOL_ERROR and nothing more of it is taken. invalid_frame: counted as nghttp2 counts
+  // an invalid frame (a glitch); returns what an nghttp2 callback returns.
+  int malformed(Http2Exchange& st, bool invalid_frame);
   void want_write();
 
 private:

@@ -54,8 +54,17 @@ public:
   H2Client(const H2Client&) = delete;
   H2Client& operator=(const H2Client&) = delete;
 
-  int32_t get(const std::string& path) {
+  // extra: more fields after the pseudo-fields, as given (not copied, so not lower-cased).
+  int32_t get(const std::string& path,
+              const std::vector<std::pair<std::string, std::string>>& extra = {}) {
     auto nv = request_fields("GET", path);
+    for (const auto& [n, v] : extra) {
+      const std::string& name = paths_.emplace_back(n);
+      const std::string& value = paths_.emplace_back(v);
+      nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                    value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE});
+    }
     int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), nullptr, nullptr);
     flush();
     return id;
@@ -308,6 +317,27 @@ TEST(Http2ServerSession, RstStreamFromTheClientClosesTheExchange) {
   EXPECT_EQ(c.streams[next].body, "still here");
   EXPECT_FALSE(c.goaway);
   EXPECT_EQ(h.context().connection_count(), 1u);
+}
+
+// The request rules are the stream's own: a malformed request is reset with PROTOCOL_ERROR and
+// never reaches the handler, and the next stream (its exchange recycled) is judged afresh.
+TEST(Http2ServerSession, AMalformedRequestIsResetAndTheNextOneIsJudgedAfresh) {
+  ServerHarness h;
+  h.handler.answer = [](Exchange& ex) { ex.respond(200, "text/plain", "ok"); };
+  TestClient& sock = h.connect();
+  H2Client c(sock);
+  int32_t bad = c.get("/bad", {{"connection", "close"}});
+  ASSERT_TRUE(h.run_until([&] { return c.streams[bad].closed; }));
+  EXPECT_EQ(c.streams[bad].error_code, static_cast<uint32_t>(NGHTTP2_PROTOCOL_ERROR));
+  int32_t upper = c.get("/upper", {{"X-Upper", "1"}});
+  ASSERT_TRUE(h.run_until([&] { return c.streams[upper].closed; }));
+  EXPECT_EQ(c.streams[upper].error_code, static_cast<uint32_t>(NGHTTP2_PROTOCOL_ERROR));
+  int32_t good = c.get("/good", {{"te", "trailers"}});
+  ASSERT_TRUE(h.run_until([&] { return c.streams[good].closed; }));
+  EXPECT_EQ(c.streams[good].status, 200);
+  EXPECT_EQ(c.streams[good].error_code, static_cast<uint32_t>(NGHTTP2_NO_ERROR));
+  EXPECT_EQ(h.handler.targets, (std::vector<std::string>{"/good"}));
+  EXPECT_FALSE(c.goaway);
 }
 
 TEST(Http2ServerSession, AClosedStreamIsForgottenAtOnce) {
