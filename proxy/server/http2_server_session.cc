@@ -19,6 +19,7 @@ namespace {
 
 constexpr int32_t kStreamWindow = 1 << 20;
 constexpr int32_t kConnectionWindow = 16 << 20;
+constexpr size_t kEncoderTable = 1024;
 // Stop framing when this much waits for the socket; on_output_drained resumes.
 constexpr size_t kOutputHigh = 256 * 1024;
 
@@ -65,6 +66,13 @@ void Http2ServerSession::new_session() {
   // deprecates: a few hundred bytes each on a used connection, and a fuller stream map to
   // probe. A PRIORITY naming one then gets the default priority (RFC 7540 5.3.4).
   nghttp2_option_set_no_closed_streams(opt, 1);
+  // Our HPACK encoder keeps at most kEncoderTable bytes (HPACK's measure; a client allows
+  // 4,096). Response fields whose values change are indexed too (Date once a second, request
+  // ids), and nghttp2 holds each entry in about five times its HPACK size: a busy connection
+  // that lives for minutes filled 4,096 with some 60 of them, 19 KiB. 1 KiB holds a response's
+  // constant fields; a new value pushes out the oldest, so those come back once a second at
+  // most, not once a response.
+  nghttp2_option_set_max_deflate_dynamic_table_size(opt, kEncoderTable);
   // Requests are judged by H2RequestRules as their fields arrive (http/h2_request_rules.h):
   // the same verdicts as nghttp2's own pass, at a fraction of its cost.
   nghttp2_option_set_no_http_messaging(opt, 1);

@@ -362,6 +362,33 @@ TEST(Http2ServerSession, AClosedStreamIsForgottenAtOnce) {
   EXPECT_EQ(c.streams[second].body, "hello");
 }
 
+// Our HPACK encoder's table holds at most 1 KiB (HPACK's measure): response fields whose
+// values change (Date once a second, a request id) are indexed, and on a busy connection that
+// lives for minutes the 4 KiB a client allows would fill with them: about 60 Date entries, some
+// 320 bytes each in memory, 19 KiB a connection.
+TEST(Http2ServerSession, TheEncodersTableStaysWithinOneKibibyte) {
+  ServerHarness h;
+  Http2ServerSession* session = nullptr;
+  int n = 0;
+  h.handler.answer = [&](Exchange& ex) {
+    session = &static_cast<Http2Exchange&>(ex).session();
+    std::string seq = "response-" + std::to_string(n++);
+    http::Header more[] = {{"x-seq", seq}};
+    ex.respond(200, "text/plain", "hello", more);
+  };
+  TestClient& sock = h.connect();
+  H2Client c(sock);
+  for (int i = 0; i < 100; ++i) {
+    int32_t id = c.get("/");
+    ASSERT_TRUE(h.run_until([&] { return c.streams[id].closed; }));
+    ASSERT_EQ(c.streams[id].status, 200);
+  }
+  ASSERT_NE(session->nghttp2(), nullptr);
+  EXPECT_LE(nghttp2_session_get_hd_deflate_dynamic_table_size(session->nghttp2()), 1024u);
+  EXPECT_GT(nghttp2_session_get_hd_deflate_dynamic_table_size(session->nghttp2()), 512u)
+      << "the fields are indexed all the same";
+}
+
 TEST(Http2ServerSession, ConnectionClosedUnderAnOpenStreamClosesItsExchange) {
   ServerHarness h;
   RecordingListener l;
