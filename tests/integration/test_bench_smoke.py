@@ -160,6 +160,24 @@ class BenchSmokeTest(unittest.TestCase):
         self.assertRegex(noisy, r"ok\. Per round: 0\.82, 0\.98, 0\.76\. NOISY: the rounds "
                                 r"spread 0\.76–0\.98 \(1\.29× apart, over 1\.25×\)")
 
+    def test_callgrind_keeps_every_output_file_in_a_directory_it_makes(self):
+        import importlib.machinery
+        import importlib.util
+        path = os.path.join(os.path.dirname(BENCH_RUN), "callgrind")
+        loader = importlib.machinery.SourceFileLoader("bench_callgrind", path)
+        spec = importlib.util.spec_from_loader("bench_callgrind", loader)
+        callgrind = importlib.util.module_from_spec(spec)
+        loader.exec_module(callgrind)
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for name in ("callgrind.h1.out", "callgrind.h1.out.1"):
+                files.append(os.path.join(tmp, name))
+                with open(files[-1], "w") as f:
+                    f.write(name)
+            kept = os.path.join(tmp, "kept")  # not there yet
+            callgrind.keep(files, kept)
+            self.assertEqual(sorted(os.listdir(kept)), ["callgrind.h1.out", "callgrind.h1.out.1"])
+
     def test_backend_suite_smoke(self):
         harness.need("nginx", "starman", "h2o", "memcached", "wrk", "h2load", "taskset",
                      "gnuplot")
