@@ -1,5 +1,6 @@
 #include "http/http1_strict_scanner.h"
 
+#include "http/field_value.h"
 #include "http/swar.h"
 
 #include <algorithm>
@@ -22,15 +23,6 @@ constexpr ByteClass kToken = [] {
     t[c] = true;
   for (int c = 'a'; c <= 'z'; ++c)
     t[c] = t[c - 32] = true;
-  return t;
-}();
-
-// field-vchar, SP and HTAB (RFC 9110 5.5), obs-text included: anything but CTLs and DEL.
-// Chunk extensions are held to the same bytes; llhttp checks their grammar.
-constexpr ByteClass kValue = [] {
-  ByteClass t{};
-  for (int c = 0; c < 256; ++c)
-    t[c] = c == '\t' || (c >= 0x20 && c != 0x7f);
   return t;
 }();
 
@@ -68,19 +60,7 @@ using swar::kHighs;
 using swar::load8;
 
 // Values and targets are most of a head: skip their plain bytes eight at a time, and let the
-// byte loop after find exactly where the run stops.
-const unsigned char* skip_value(const unsigned char* p, const unsigned char* end) {
-  while (end - p >= 8) {
-    uint64_t w = load8(p);
-    if (has_byte_below(w, 0x20) || has_byte(w, 0x7f))
-      break;
-    p += 8;
-  }
-  while (p < end && kValue[*p])
-    ++p;
-  return p;
-}
-
+// byte loop after find exactly where the run stops (values: skip_field_value).
 const unsigned char* skip_target(const unsigned char* p, const unsigned char* end) {
   while (end - p >= 8) {
     uint64_t w = load8(p);
@@ -276,7 +256,7 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
       [[fallthrough]];
     case State::REASON:
       // reason-phrase = *( HTAB / SP / VCHAR / obs-text ): the bytes of a field value.
-      p = skip_value(p, end);
+      p = skip_field_value(p, end);
       if (p == end)
         break;
       if (*p != '\r')
@@ -316,7 +296,7 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
       state_ = State::FIELD_VALUE;
       [[fallthrough]];
     case State::FIELD_VALUE:
-      p = skip_value(p, end);
+      p = skip_field_value(p, end);
       if (p == end)
         break;
       if (*p != '\r')
@@ -359,7 +339,8 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
       break;
     case State::CHUNK_EXT: {
       const unsigned char* from = p;
-      while (p < end && kValue[*p])
+      // Held to a field value's bytes; llhttp checks the extensions' grammar.
+      while (p < end && kFieldValueBytes[*p])
         ++p;
       ext_bytes_ += static_cast<size_t>(p - from);
       if (ext_bytes_ > max_)
