@@ -17,16 +17,6 @@ constexpr size_t kHeader = 16;
 constexpr size_t kLarge = SmallAllocator::kClasses;
 constexpr size_t kClassByte = 8;
 
-size_t class_of(size_t n) {
-  if (n <= 32)
-    return 0;
-  return static_cast<size_t>(std::bit_width(n - 1)) - 5; // 33..64 -> 1, ..., 2049..4096 -> 7
-}
-
-size_t class_size(size_t c) {
-  return size_t{32} << c;
-}
-
 unsigned char* header_of(void* p) {
   return static_cast<unsigned char*>(p) - kHeader;
 }
@@ -63,7 +53,7 @@ SmallAllocator& SmallAllocator::local() {
 }
 
 void* SmallAllocator::allocate(size_t n) {
-  size_t c = class_of(n);
+  size_t c = SmallAllocator::class_of(n);
   unsigned char* h;
   if (c >= kClasses) {
     h = static_cast<unsigned char*>(std::malloc(kHeader + n));
@@ -76,7 +66,7 @@ void* SmallAllocator::allocate(size_t n) {
       low_[c] = free_count_[c];
     h = reinterpret_cast<unsigned char*>(k);
   } else {
-    h = static_cast<unsigned char*>(std::malloc(kHeader + class_size(c)));
+    h = static_cast<unsigned char*>(std::malloc(kHeader + SmallAllocator::class_size(c)));
     if (!h)
       return nullptr;
     h[kClassByte] = static_cast<unsigned char>(c);
@@ -114,7 +104,7 @@ void* SmallAllocator::reallocate(void* p, size_t n) {
   if (!p)
     return allocate(n);
   size_t c = header_of(p)[kClassByte];
-  size_t have = c >= kClasses ? 0 : class_size(c);
+  size_t have = c >= kClasses ? 0 : SmallAllocator::class_size(c);
   if (n <= have)
     return p;
   if (c >= kClasses) {
@@ -148,7 +138,7 @@ size_t SmallAllocator::trim() {
       k = next;
     }
     *tail = nullptr;
-    bytes += low_[c] * (kHeader + class_size(c));
+    bytes += low_[c] * (kHeader + SmallAllocator::class_size(c));
     free_count_[c] = static_cast<uint32_t>(keep);
     low_[c] = free_count_[c];
   }

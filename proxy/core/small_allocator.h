@@ -1,15 +1,41 @@
 #pragma once
-// Per-thread free lists of small chunks in power-of-two size classes (32 B to 4 KiB), for
+// Per-thread free lists of small chunks in size classes from 32 B to 4 KiB, for
 // objects made and freed once or more per request: nghttp2's streams, frames and header
 // buffers (through nghttp2_mem) and the proxy's per-request exchange state. glibc's malloc
 // costs several hundred instructions per malloc/free pair on this path; a free-list pop or push
 // costs a handful. Chunks are freed on the thread that took them (every user lives on one
 // worker loop); each list keeps a bounded number so a burst's peak goes back to malloc.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <nghttp2/nghttp2.h>
 
 namespace portico::core {
+
+// Classes 16 bytes apart up to 128 bytes, then four to each doubling up to 4 KiB, so that a
+// chunk is at most a quarter larger than asked: 32, 48, ..., 128, 160, 192, 224, 256, 320,
+// ..., 3584, 4096.
+namespace size_class {
+inline constexpr size_t kCount = 27;
+constexpr size_t size(size_t c) {
+  if (c < 7)
+    return 32 + 16 * c;
+  return (size_t{32} << ((c - 7) / 4)) * (5 + (c - 7) % 4);
+}
+// Every class size is a multiple of 16: one load finds the class, per 16 bytes of size.
+inline constexpr auto kOf = [] {
+  std::array<uint8_t, 4096 / 16 + 1> of{};
+  for (size_t i = 0, c = 0; i < of.size(); ++i) {
+    while (size(c) < i * 16)
+      ++c;
+    of[i] = static_cast<uint8_t>(c);
+  }
+  return of;
+}();
+inline size_t of(size_t n) {
+  return n <= 4096 ? kOf[(n + 15) / 16] : kCount;
+}
+} // namespace size_class
 
 class SmallAllocator {
 public:
@@ -28,12 +54,15 @@ public:
 
   ~SmallAllocator();
 
-  static constexpr size_t kClasses = 8; // 32, 64, ..., 4096
-  // Each class keeps at most this many bytes free (16 MiB per thread in all): thousands of
+  static constexpr size_t kClasses = size_class::kCount;
+  // The class that holds n bytes (kClasses and up: none, malloc'd as is), and its chunk size.
+  static size_t class_of(size_t n) { return size_class::of(n); }
+  static constexpr size_t class_size(size_t c) { return size_class::size(c); }
+  // Each class keeps at most this many bytes free (27 MiB per thread in all): thousands of
   // concurrent streams each hold several chunks, and a free list shorter than the working
   // set sends every request back to malloc.
-  static constexpr size_t kMaxFreeBytesPerClass = 2 << 20;
-  static constexpr size_t max_free(size_t c) { return kMaxFreeBytesPerClass / (size_t{32} << c); }
+  static constexpr size_t kMaxFreeBytesPerClass = 1 << 20;
+  static constexpr size_t max_free(size_t c) { return kMaxFree[c]; }
   // Chunks class c holds free now (for tests and diagnostics).
   size_t free_count(size_t c) const { return free_count_[c]; }
   // Gives back to malloc, in each class, the free chunks no allocation reached since the last
@@ -48,6 +77,13 @@ public:
   }
 
 private:
+  // Looked up on every free: a division there cost more than the rest of the free.
+  static constexpr auto kMaxFree = [] {
+    std::array<uint32_t, size_class::kCount> m{};
+    for (size_t c = 0; c < kClasses; ++c)
+      m[c] = static_cast<uint32_t>(kMaxFreeBytesPerClass / size_class::size(c));
+    return m;
+  }();
   struct Chunk {
     Chunk* next;
   };
