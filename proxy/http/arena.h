@@ -27,6 +27,23 @@ public:
   // large value twice its size), so that a value arriving a byte at a time costs linear time
   // and memory, not quadratic.
   std::string_view append(std::string_view last, std::string_view more);
+  // Room for more bytes right after held, in the inline bytes only (never a block): held is
+  // empty, or the newest inline allocation. Returns where to write them, or null when there is
+  // no such room; held then stays as it is.
+  char* grow_inline(std::string_view held, size_t more) {
+    if (head_ || inline_used_ + more > inline_capacity_)
+      return nullptr;
+    char* top = inline_ + inline_used_;
+    if (!held.empty() && held.data() + held.size() != top)
+      return nullptr;
+    inline_used_ += static_cast<uint32_t>(more);
+    return top;
+  }
+  // held (the newest inline allocation, else nothing happens) is free for the next one.
+  void shrink_inline(std::string_view held) {
+    if (!held.empty() && held.data() + held.size() == inline_ + inline_used_)
+      inline_used_ = static_cast<uint32_t>(held.data() - inline_);
+  }
   // Forgets everything: blocks go back to the pool, the inline bytes are reused.
   void reset();
   void release() { reset(); }

@@ -50,7 +50,7 @@ private:
   Http2ServerSession* session_ = nullptr;
   core::ListHook<Http2Exchange> hook_; // in the session's list of open streams
   int32_t id_ = 0;
-  StreamBody body_;                             // response DATA not yet framed
+  StreamBody body_{arena_};                     // response DATA not yet framed
   std::vector<http::Header> request_trailers_;  // in the arena, until the request ends
   std::vector<http::Header> response_trailers_; // in the arena, until the last DATA is framed
   size_t header_bytes_ = 0;                     // request header section size, for the limit
