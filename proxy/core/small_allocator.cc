@@ -10,12 +10,14 @@ namespace portico::core {
 
 namespace {
 
-// Every chunk is preceded by a 16-byte header: the free-list link in its first word while the
-// chunk is free, its class in byte kClassByte (kLarge: malloc'd as is) always, so that free()
-// needs no size and the payload keeps malloc's 16-byte alignment.
-constexpr size_t kHeader = 16;
+// Every chunk is preceded by one 8-byte word: its class in the first byte while it is in use
+// (kLarge: malloc'd as is), so that free() needs no size; the free-list link while it is free.
+// glibc's own 8-byte header beside it makes malloc(8 + class) a chunk of exactly class + 16
+// bytes, where a 16-byte header had cost class + 32 (glibc rounds to 16 after adding its 8).
+// The payload is 8-aligned, as every user's type needs (static_asserts where they are made).
+constexpr size_t kHeader = SmallAllocator::kHeader;
 constexpr size_t kLarge = SmallAllocator::kClasses;
-constexpr size_t kClassByte = 8;
+constexpr size_t kClassByte = 0;
 
 unsigned char* header_of(void* p) {
   return static_cast<unsigned char*>(p) - kHeader;
@@ -65,6 +67,7 @@ void* SmallAllocator::allocate(size_t n) {
     if (--free_count_[c] < low_[c])
       low_[c] = free_count_[c];
     h = reinterpret_cast<unsigned char*>(k);
+    h[kClassByte] = static_cast<unsigned char>(c); // over the link
   } else {
     h = static_cast<unsigned char*>(std::malloc(kHeader + SmallAllocator::class_size(c)));
     if (!h)
@@ -94,7 +97,7 @@ void SmallAllocator::deallocate(void* p) {
     return;
   }
   auto* k = reinterpret_cast<Chunk*>(h);
-  static_assert(sizeof(Chunk) <= kClassByte);
+  static_assert(sizeof(Chunk) <= kHeader);
   k->next = free_[c];
   free_[c] = k;
   ++free_count_[c];

@@ -48,6 +48,9 @@ public:
   // large objects made once per connection rather than per request.
   void* allocate_zeroed(size_t n);
   static constexpr size_t kZeroedDirect = 2048;
+  // Bytes before each payload; the payload's alignment.
+  static constexpr size_t kHeader = 8;
+  static constexpr size_t kAlignment = 8;
 
   // nghttp2's allocator hooks bound to the calling thread's allocator.
   static nghttp2_mem* nghttp2_allocator();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <nghttp2/nghttp2.h>
 #include <set>
 #include <vector>
@@ -29,7 +30,7 @@ TEST(SmallAllocator, EveryClassBoundaryHoldsItsSize) {
                    128, 129, 160, 161, 1000, 2048, 2049, 4096, 4097, 100000}) {
     auto* p = static_cast<unsigned char*>(a.allocate(n));
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << n;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % SmallAllocator::kAlignment, 0u) << n;
     std::memset(p, 0xab, n); // ASan flags a chunk smaller than asked
     EXPECT_TRUE(seen.insert(p).second);
     live.push_back(p);
@@ -56,6 +57,20 @@ TEST(SmallAllocator, AChunkIsAtMostAQuarterLargerThanItsRequest) {
       ASSERT_LT(SmallAllocator::class_size(c - 1), n) << n; // the smallest class that holds n
   }
   EXPECT_GE(SmallAllocator::class_of(4097), SmallAllocator::kClasses);
+}
+
+// glibc adds its own 8 bytes to a request and rounds the chunk up to 16: with an 8-byte header
+// a class chunk is exactly the class plus 16 bytes, nothing lost to rounding.
+TEST(SmallAllocator, AClassChunkCostsItsSizeAndSixteenBytes) {
+  auto& a = SmallAllocator::local();
+  for (size_t c = 0; c < SmallAllocator::kClasses; ++c) {
+    auto* p = static_cast<unsigned char*>(a.allocate(SmallAllocator::class_size(c)));
+    EXPECT_EQ(::malloc_usable_size(p - SmallAllocator::kHeader) + 8,
+              SmallAllocator::class_size(c) + 16)
+        << c;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % SmallAllocator::kAlignment, 0u);
+    a.deallocate(p);
+  }
 }
 
 TEST(SmallAllocator, ReallocateKeepsTheBytes) {
@@ -110,11 +125,12 @@ TEST(SmallAllocator, TrimReleasesWhatAWholeIntervalDidNotUse) {
     steady.push_back(a.allocate(100));
   for (void* p : steady)
     a.deallocate(p);
-  EXPECT_EQ(a.trim(), 70u * (16 + 112)); // 70 never reached, each with its header
+  EXPECT_EQ(a.trim(),
+            70u * (SmallAllocator::kHeader + 112)); // 70 never reached, each with its header
   EXPECT_EQ(a.free_count(c), 30u);
   EXPECT_EQ(a.allocate(100), steady.back()); // the warm head was kept
   a.deallocate(steady.back());
-  EXPECT_EQ(a.trim(), 29u * (16 + 112));
+  EXPECT_EQ(a.trim(), 29u * (SmallAllocator::kHeader + 112));
   EXPECT_EQ(a.free_count(c), 1u);
 }
 
