@@ -1,5 +1,7 @@
 #include "http/arena.h"
 
+#include "core/small_allocator.h"
+
 #include <cstring>
 
 namespace portico::http {
@@ -10,13 +12,29 @@ char* Arena::allocate_large(size_t n, size_t capacity) {
   return p;
 }
 
+char* Arena::take_spare(size_t n) {
+  if (spare_ || n > kSpare)
+    return nullptr;
+  spare_ = static_cast<char*>(core::SmallAllocator::local().allocate(kSpare));
+  if (!spare_)
+    return nullptr;
+  room_ = spare_;
+  room_capacity_ = kSpare;
+  room_used_ = static_cast<uint32_t>(n);
+  return spare_;
+}
+
 char* Arena::allocate(size_t n) {
   if (n > core::kBlockSize / 2)
     return allocate_large(n, n);
-  if (!head_ && inline_used_ + n <= inline_capacity_) {
-    char* p = inline_ + inline_used_;
-    inline_used_ += static_cast<uint32_t>(n);
-    return p;
+  if (!head_) {
+    if (room_used_ + n <= room_capacity_) {
+      char* p = room_ + room_used_;
+      room_used_ += static_cast<uint32_t>(n);
+      return p;
+    }
+    if (char* p = take_spare(n))
+      return p;
   }
   if (!head_ || head_->writable() < n) {
     core::Block* b = core::BlockPool::local().get();
@@ -55,10 +73,10 @@ std::string_view Arena::append(std::string_view last, std::string_view more) {
   if (last.empty())
     return copy(more);
   size_t n = last.size() + more.size();
-  if (!head_ && last.data() + last.size() == inline_ + inline_used_ &&
-      inline_used_ + more.size() <= inline_capacity_) {
-    std::memcpy(inline_ + inline_used_, more.data(), more.size());
-    inline_used_ += static_cast<uint32_t>(more.size());
+  if (!head_ && last.data() + last.size() == room_ + room_used_ &&
+      room_used_ + more.size() <= room_capacity_) {
+    std::memcpy(room_ + room_used_, more.data(), more.size());
+    room_used_ += static_cast<uint32_t>(more.size());
     return {last.data(), n};
   }
   if (head_ && last.data() + last.size() == head_->data + head_->end &&
@@ -89,7 +107,13 @@ void Arena::reset() {
     head_ = b->next;
     core::BlockPool::local().put(b);
   }
-  inline_used_ = 0;
+  if (spare_) {
+    core::SmallAllocator::local().deallocate(spare_);
+    spare_ = nullptr;
+  }
+  room_ = inline_;
+  room_capacity_ = inline_capacity_;
+  room_used_ = 0;
 }
 
 } // namespace portico::http

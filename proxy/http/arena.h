@@ -1,9 +1,12 @@
 #pragma once
 // Bump allocator for one exchange's header bytes. The first bytes live in the arena itself
-// (InlineArena<N>: N of them, kInline by default), which holds a typical request's fields
-// without touching a pool (and an HTTP/2 stream parked for reuse holds no 16 KiB block for its
-// 200 bytes of headers); past that, pooled blocks, and for a very large value a heap buffer.
-// Views handed out stay valid until reset(); nothing is ever moved.
+// (InlineArena<N>: N of them, kInline by default), which hold an API client's request fields
+// (curl, h2load, gRPC: under 100 bytes) without touching a pool; past them one spare chunk of
+// kSpare bytes from the thread's SmallAllocator, which holds a browser's (about 550 bytes,
+// without cookies); past that, pooled 16 KiB blocks, and for a very large value a heap buffer.
+// An HTTP/2 stream's object is made for each concurrent stream, so its own bytes are kept few:
+// a busy h2c connection's memory is a tenth its stream's. Views handed out stay valid until
+// reset(); nothing is ever moved.
 #include "core/block_pool.h"
 
 #include <initializer_list>
@@ -27,32 +30,36 @@ public:
   // large value twice its size), so that a value arriving a byte at a time costs linear time
   // and memory, not quadratic.
   std::string_view append(std::string_view last, std::string_view more);
-  // Room for more bytes right after held, in the inline bytes only (never a block): held is
-  // empty, or the newest inline allocation. Returns where to write them, or null when there is
-  // no such room; held then stays as it is.
+  // Room for more bytes right after held, in the inline bytes or the spare chunk only (never
+  // taking a block, nor the spare chunk): held is empty, or the newest such allocation. Returns
+  // where to write them, or null when there is no such room; held then stays as it is.
   char* grow_inline(std::string_view held, size_t more) {
-    if (head_ || inline_used_ + more > inline_capacity_)
+    if (head_)
       return nullptr;
-    char* top = inline_ + inline_used_;
+    char* top = room_ + room_used_;
     if (!held.empty() && held.data() + held.size() != top)
       return nullptr;
-    inline_used_ += static_cast<uint32_t>(more);
+    if (room_used_ + more > room_capacity_)
+      return held.empty() ? take_spare(more) : nullptr;
+    room_used_ += static_cast<uint32_t>(more);
     return top;
   }
-  // held (the newest inline allocation, else nothing happens) is free for the next one.
+  // held (the newest inline or spare allocation, else nothing happens) is free for the next one.
   void shrink_inline(std::string_view held) {
-    if (!held.empty() && held.data() + held.size() == inline_ + inline_used_)
-      inline_used_ = static_cast<uint32_t>(held.data() - inline_);
+    if (!head_ && !held.empty() && held.data() + held.size() == room_ + room_used_)
+      room_used_ = static_cast<uint32_t>(held.data() - room_);
   }
   // Forgets everything: blocks go back to the pool, the inline bytes are reused.
   void reset();
   void release() { reset(); }
 
-  static constexpr size_t kInline = 1024;
+  static constexpr size_t kInline = 256;
+  static constexpr size_t kSpare = 1024;
 
 protected:
   // space: capacity bytes that live as long as the arena (the derived InlineArena's own).
-  Arena(char* space, uint32_t capacity) : inline_(space), inline_capacity_(capacity) {}
+  Arena(char* space, uint32_t capacity)
+      : inline_(space), inline_capacity_(capacity), room_(space), room_capacity_(capacity) {}
 
 private:
   struct Large {
@@ -61,10 +68,16 @@ private:
     size_t capacity;
   };
   char* allocate_large(size_t n, size_t capacity);
+  // The spare chunk with its first n bytes taken, or null if it is taken already or too small.
+  char* take_spare(size_t n);
 
   char* const inline_;
   const uint32_t inline_capacity_;
-  uint32_t inline_used_ = 0;
+  // Where small allocations go while no block is in use: the inline bytes, then the spare.
+  char* room_;
+  uint32_t room_capacity_;
+  uint32_t room_used_ = 0;
+  char* spare_ = nullptr;       // the spare chunk, once the inline bytes ran out
   core::Block* head_ = nullptr; // newest block first; none while the inline bytes suffice
   std::vector<Large> large_;    // allocations bigger than half a block, newest last
 };

@@ -119,21 +119,55 @@ TEST(Arena, InlineBytesFirstThenBlocks) {
   EXPECT_EQ(moved.substr(0, 3), "aaa");
 }
 
-TEST(Arena, ItsInlineBytesAreItsOwnSizeAndABlockComesPastThem) {
+TEST(Arena, ItsInlineBytesAreItsOwnSizeThenOneSpareChunkThenBlocks) {
   InlineArena<64> a;
   EXPECT_LT(sizeof a, sizeof(InlineArena<>));
   int64_t blocks = core::BlockPool::local().in_use();
   std::string_view v = a.copy(std::string(64, 'a'));
   EXPECT_GE(v.data(), reinterpret_cast<const char*>(&a));
   EXPECT_LT(v.data(), reinterpret_cast<const char*>(&a) + sizeof a);
-  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
+  // Past the inline bytes, the spare chunk: no block yet.
   std::string_view w = a.copy("b");
+  EXPECT_TRUE(w.data() < reinterpret_cast<const char*>(&a) ||
+              w.data() >= reinterpret_cast<const char*>(&a) + sizeof a);
+  std::string_view x = a.copy(std::string(Arena::kSpare - 1, 'x'));
+  EXPECT_EQ(x.data(), w.data() + 1);
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
+  // Past the spare chunk, a block.
+  std::string_view y = a.copy("y");
   EXPECT_EQ(core::BlockPool::local().in_use(), blocks + 1);
   EXPECT_EQ(v, std::string(64, 'a'));
   EXPECT_EQ(w, "b");
+  EXPECT_EQ(x, std::string(Arena::kSpare - 1, 'x'));
+  EXPECT_EQ(y, "y");
   a.reset();
   EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
   EXPECT_EQ(a.copy("c").data(), v.data()); // the inline bytes again
+  // The spare chunk went back to the thread's free list, and is the next one taken.
+  a.copy(std::string(63, 'a'));
+  EXPECT_EQ(a.copy("d").data(), w.data());
+}
+
+// What request fields take: curl's, h2load's or a gRPC client's fit the inline bytes; a
+// browser's (here Chromium's navigation, without cookies) the spare chunk; neither a block.
+TEST(Arena, AnApiClientsFieldsStayInlineAndABrowsersTakeTheSpareChunk) {
+  int64_t blocks = core::BlockPool::local().in_use();
+  InlineArena<> api;
+  const char* own = reinterpret_cast<const char*>(&api);
+  for (auto f : {"127.0.0.1:8080", "/v1/items?id=42", "h2load nghttp2/1.52.0", "*/*"}) {
+    std::string_view v = api.copy(f);
+    EXPECT_TRUE(v.data() >= own && v.data() + v.size() <= own + sizeof api) << f;
+  }
+  InlineArena<> browser;
+  for (auto f : {"www.example.com", "/", "\"Chromium\";v=\"120\", \"Not?A_Brand\";v=\"8\"", "?0",
+                 "\"Linux\"", "1",
+                 "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                 "Chrome/120.0.0.0 Safari/537.36",
+                 "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,"
+                 "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+                 "none", "navigate", "?1", "document", "gzip, deflate, br", "en-US,en;q=0.9"})
+    browser.copy(f);
+  EXPECT_EQ(core::BlockPool::local().in_use(), blocks);
 }
 
 } // namespace

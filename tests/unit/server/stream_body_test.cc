@@ -47,9 +47,12 @@ TEST(StreamBody, ItsInlineBytesAreTheArenasAndComeBackWhenDrained) {
     EXPECT_EQ(take(b, 36), "data: 0123456789\n\ndata: 0123456789\n\n");
   }
   EXPECT_EQ(fields, "content-type: text/plain"); // never written over
-  b.append(pattern(41));                         // more than the room left: to a block
-  EXPECT_GT(core::BlockPool::local().in_use(), before);
+  b.append(pattern(41)); // more than the room left: to the arena's spare chunk
+  EXPECT_EQ(core::BlockPool::local().in_use(), before);
   EXPECT_EQ(take(b, 41), pattern(41));
+  b.append(pattern(http::Arena::kSpare + 1)); // more than that: to a block
+  EXPECT_GT(core::BlockPool::local().in_use(), before);
+  EXPECT_EQ(take(b, http::Arena::kSpare + 1), pattern(http::Arena::kSpare + 1));
   EXPECT_EQ(fields, "content-type: text/plain");
 }
 
@@ -97,7 +100,7 @@ TEST(StreamBody, ClearForgetsBothParts) {
   int64_t before = core::BlockPool::local().in_use();
   http::InlineArena<> a;
   StreamBody b{a};
-  b.append(pattern(http::Arena::kInline + 1));
+  b.append(pattern(http::Arena::kSpare + 1));
   EXPECT_GT(core::BlockPool::local().in_use(), before);
   b.clear();
   EXPECT_TRUE(b.empty());
