@@ -5,8 +5,8 @@
 // kSpare bytes from the thread's SmallAllocator, which holds a browser's (about 550 bytes,
 // without cookies); past that, pooled 16 KiB blocks, and for a very large value a heap buffer.
 // An HTTP/2 stream's object is made for each concurrent stream, so its own bytes are kept few:
-// a busy h2c connection's memory is a tenth its stream's. Views handed out stay valid until
-// reset(); nothing is ever moved.
+// with 1 KiB of them it was a tenth of a busy h2c connection's memory. Views handed out stay
+// valid until reset(); nothing is ever moved.
 #include "core/block_pool.h"
 
 #include <initializer_list>
@@ -30,9 +30,10 @@ public:
   // large value twice its size), so that a value arriving a byte at a time costs linear time
   // and memory, not quadratic.
   std::string_view append(std::string_view last, std::string_view more);
-  // Room for more bytes right after held, in the inline bytes or the spare chunk only (never
-  // taking a block, nor the spare chunk): held is empty, or the newest such allocation. Returns
-  // where to write them, or null when there is no such room; held then stays as it is.
+  // Room for more bytes right after held, in the inline bytes or the spare chunk, never a block:
+  // held is empty (then the spare chunk is taken if the inline bytes are short and it is free),
+  // or the newest such allocation. Returns where to write them, or null when there is no such
+  // room; held then stays as it is.
   char* grow_inline(std::string_view held, size_t more) {
     if (head_)
       return nullptr;
