@@ -1,6 +1,5 @@
 #include "core/small_allocator.h"
 
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
@@ -55,7 +54,7 @@ SmallAllocator& SmallAllocator::local() {
 }
 
 void* SmallAllocator::allocate(size_t n) {
-  size_t c = SmallAllocator::class_of(n);
+  size_t c = class_of(n);
   unsigned char* h;
   if (c >= kClasses) {
     h = static_cast<unsigned char*>(std::malloc(kHeader + n));
@@ -69,7 +68,7 @@ void* SmallAllocator::allocate(size_t n) {
     h = reinterpret_cast<unsigned char*>(k);
     h[kClassByte] = static_cast<unsigned char>(c); // over the link
   } else {
-    h = static_cast<unsigned char*>(std::malloc(kHeader + SmallAllocator::class_size(c)));
+    h = static_cast<unsigned char*>(std::malloc(kHeader + class_size(c)));
     if (!h)
       return nullptr;
     h[kClassByte] = static_cast<unsigned char>(c);
@@ -107,7 +106,7 @@ void* SmallAllocator::reallocate(void* p, size_t n) {
   if (!p)
     return allocate(n);
   size_t c = header_of(p)[kClassByte];
-  size_t have = c >= kClasses ? 0 : SmallAllocator::class_size(c);
+  size_t have = c >= kClasses ? 0 : class_size(c);
   if (n <= have)
     return p;
   if (c >= kClasses) {
@@ -141,7 +140,7 @@ size_t SmallAllocator::trim() {
       k = next;
     }
     *tail = nullptr;
-    bytes += low_[c] * (kHeader + SmallAllocator::class_size(c));
+    bytes += low_[c] * (kHeader + class_size(c));
     free_count_[c] = static_cast<uint32_t>(keep);
     low_[c] = free_count_[c];
   }

@@ -48,7 +48,7 @@ public:
   // large objects made once per connection rather than per request.
   void* allocate_zeroed(size_t n);
   static constexpr size_t kZeroedDirect = 2048;
-  // Bytes before each payload; the payload's alignment.
+  // Bytes before each payload; the payload's alignment (SmallAllocated checks its types').
   static constexpr size_t kHeader = 8;
   static constexpr size_t kAlignment = 8;
 
@@ -94,6 +94,16 @@ private:
   uint32_t free_count_[kClasses] = {};
   uint32_t low_[kClasses] = {}; // the fewest free chunks since the last trim
   size_t large_freed_ = 0;
+};
+
+// A type made and freed per request takes its operator new and delete from the thread's
+// allocator by deriving from this: class T : ..., public core::SmallAllocated<T>.
+template <class T> struct SmallAllocated {
+  static void* operator new(size_t n) {
+    static_assert(alignof(T) <= SmallAllocator::kAlignment, "payloads are only 8-aligned");
+    return SmallAllocator::local().allocate(n);
+  }
+  static void operator delete(void* p) { SmallAllocator::local().deallocate(p); }
 };
 
 } // namespace portico::core

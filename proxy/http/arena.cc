@@ -13,15 +13,15 @@ char* Arena::allocate_large(size_t n, size_t capacity) {
 }
 
 char* Arena::take_spare(size_t n) {
-  if (spare_ || n > kSpare)
+  if (room_ != inline_ || n > kSpare)
     return nullptr;
-  spare_ = static_cast<char*>(core::SmallAllocator::local().allocate(kSpare));
-  if (!spare_)
+  auto* spare = static_cast<char*>(core::SmallAllocator::local().allocate(kSpare));
+  if (!spare)
     return nullptr;
-  room_ = spare_;
+  room_ = spare;
   room_capacity_ = kSpare;
   room_used_ = static_cast<uint32_t>(n);
-  return spare_;
+  return spare;
 }
 
 char* Arena::allocate(size_t n) {
@@ -107,10 +107,8 @@ void Arena::reset() {
     head_ = b->next;
     core::BlockPool::local().put(b);
   }
-  if (spare_) {
-    core::SmallAllocator::local().deallocate(spare_);
-    spare_ = nullptr;
-  }
+  if (room_ != inline_)
+    core::SmallAllocator::local().deallocate(room_); // the spare chunk
   room_ = inline_;
   room_capacity_ = inline_capacity_;
   room_used_ = 0;

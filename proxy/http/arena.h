@@ -75,10 +75,10 @@ private:
   char* const inline_;
   const uint32_t inline_capacity_;
   // Where small allocations go while no block is in use: the inline bytes, then the spare.
+  // room_ is the spare chunk (a SmallAllocator one of kSpare bytes) once it is taken.
   char* room_;
   uint32_t room_capacity_;
   uint32_t room_used_ = 0;
-  char* spare_ = nullptr;       // the spare chunk, once the inline bytes ran out
   core::Block* head_ = nullptr; // newest block first; none while the inline bytes suffice
   std::vector<Large> large_;    // allocations bigger than half a block, newest last
 };

@@ -4,9 +4,6 @@
 
 namespace portico::routing {
 
-// Made by SmallAllocator, whose payloads are 8-aligned.
-static_assert(alignof(FilterChain) <= core::SmallAllocator::kAlignment);
-
 namespace {
 constexpr size_t kHigh = server::Exchange::kHighWatermark;
 constexpr size_t kLow = server::Exchange::kLowWatermark;

@@ -17,7 +17,7 @@
 
 namespace portico::routing {
 
-class FilterChain {
+class FilterChain : public core::SmallAllocated<FilterChain> {
 public:
   // The far end of the request side, and what the chain asks of the exchange that owns it.
   class Terminal {
@@ -48,8 +48,6 @@ public:
   ~FilterChain();
   FilterChain(const FilterChain&) = delete;
   FilterChain& operator=(const FilterChain&) = delete;
-  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
-  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
   // The exchange closed: each filter hears it once; none is called again. Deleted with the chain.
   void close();
   // The client exchange is closing while the upstream's response comes: true when a filter

@@ -5,9 +5,6 @@
 
 namespace portico::routing {
 
-// Made by SmallAllocator, whose payloads are 8-aligned.
-static_assert(alignof(Hedge) <= core::SmallAllocator::kAlignment);
-
 Hedge::Hedge(ProxiedExchange& ex, struct ev_loop* loop, double delay) : ex_(ex), loop_(loop) {
   ev_timer_init(&timer_, timer_cb, delay, 0);
   timer_.data = this;

@@ -18,11 +18,8 @@ namespace portico::routing {
 
 class ProxiedExchange;
 
-class Hedge final : public upstream::UpstreamStreamListener {
+class Hedge final : public upstream::UpstreamStreamListener, public core::SmallAllocated<Hedge> {
 public:
-  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
-  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
-
   // Sent after delay seconds, unless cancelled first.
   Hedge(ProxiedExchange& ex, struct ev_loop* loop, double delay);
   ~Hedge() override { cancel(); }

@@ -12,9 +12,6 @@
 
 namespace portico::routing {
 
-// Made by SmallAllocator, whose payloads are 8-aligned.
-static_assert(alignof(ProxiedExchange) <= core::SmallAllocator::kAlignment);
-
 namespace {
 
 constexpr size_t kUpstreamHigh = server::Exchange::kHighWatermark;

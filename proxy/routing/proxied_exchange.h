@@ -36,7 +36,8 @@ class ProxiedExchange final : public core::Disposable,
                               public server::ExchangeListener,
                               public upstream::UpstreamStreamListener,
                               private FilterChain::Terminal,
-                              private KeptExchange {
+                              private KeptExchange,
+                              public core::SmallAllocated<ProxiedExchange> { // one per request
 public:
   // Request bodies up to this size are kept for a retry; larger ones are not retried once
   // their first bytes have left for the upstream.
@@ -56,10 +57,6 @@ public:
     FINISHED, // the upstream part is over: the response ended, or the client was answered
               // by the proxy (a filter, a 502, 503, 504) or cut; the client may still drain
   };
-
-  // One per request: from the worker's free lists, not malloc.
-  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
-  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
   // Takes ex over: its head goes through the route's filters, then to the route's cluster.
   // tunnel_timeout > 0: the request is a WebSocket handshake its route lets through, and the

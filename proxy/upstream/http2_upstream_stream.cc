@@ -12,9 +12,6 @@
 
 namespace portico::upstream {
 
-// Made by SmallAllocator, whose payloads are 8-aligned.
-static_assert(alignof(Http2UpstreamStream) <= core::SmallAllocator::kAlignment);
-
 namespace {
 
 using http::make_nv;

@@ -19,7 +19,9 @@ namespace portico::upstream {
 
 class Http2UpstreamConnection;
 
-class Http2UpstreamStream final : public core::Disposable, public UpstreamStream {
+class Http2UpstreamStream final : public core::Disposable,
+                                  public UpstreamStream,
+                                  public core::SmallAllocated<Http2UpstreamStream> {
 public:
   // A request body above this waits for DATA frames before the client is read further.
   static constexpr size_t kBodyHigh = 64 * 1024;
@@ -39,9 +41,6 @@ public:
     HEAD, // a header block arriving (an interim 1xx, or the final head)
     BODY, // the final head went to the listener; DATA and trailers follow
   };
-
-  static void* operator new(size_t n) { return core::SmallAllocator::local().allocate(n); }
-  static void operator delete(void* p) { core::SmallAllocator::local().deallocate(p); }
 
   Http2UpstreamStream(Http2UpstreamConnection& conn, UpstreamStreamListener* client,
                       bool head_request, bool first);

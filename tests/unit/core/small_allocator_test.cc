@@ -53,8 +53,9 @@ TEST(SmallAllocator, AChunkIsAtMostAQuarterLargerThanItsRequest) {
     size_t have = SmallAllocator::class_size(c);
     ASSERT_GE(have, n) << n;
     ASSERT_LT(have - n, std::max<size_t>(16, n / 4)) << n;
-    if (c > 0)
+    if (c > 0) {
       ASSERT_LT(SmallAllocator::class_size(c - 1), n) << n; // the smallest class that holds n
+    }
   }
   EXPECT_GE(SmallAllocator::class_of(4097), SmallAllocator::kClasses);
 }
