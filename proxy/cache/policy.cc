@@ -16,6 +16,17 @@ CacheControl response_directives(std::span<const std::string> targeted,
   return parse_cache_control(fields, "cache-control");
 }
 
+bool cookie_field(std::string_view name) {
+  return name == "set-cookie" || name == "set-cookie2";
+}
+
+bool sets_cookie(std::span<const http::Header> fields) {
+  for (const auto& f : fields)
+    if (cookie_field(f.name))
+      return true;
+  return false;
+}
+
 bool storable(int status, std::span<const http::Header> fields, const CacheControl& cc,
               bool authorized) {
   if (status < 200 || status == 206 || status == 304)

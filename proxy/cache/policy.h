@@ -20,6 +20,11 @@ bool safe_method(std::string_view method);
 CacheControl response_directives(std::span<const std::string> targeted,
                                  std::span<const http::Header> fields);
 
+// Set-Cookie, or the obsolete Set-Cookie2 (RFC 2965): a field that gives one client its own
+// state, and that a cache storing it would give to the next.
+bool cookie_field(std::string_view name);
+bool sets_cookie(std::span<const http::Header> fields);
+
 // Whether a shared cache may store a response with status, fields and directives cc, to a
 // request with or without Authorization (RFC 9111 3, 3.5). A no-store one is not taken in.
 bool storable(int status, std::span<const http::Header> fields, const CacheControl& cc,

@@ -207,8 +207,7 @@ private:
       return FilterStatus::CONTINUE;
     time_t t = now();
     if (validating_ && head.status == 304 && head.source == routing::ResponseSource::UPSTREAM) {
-      refresh(*head.fields, head.upstream_date, t);
-      replace_with(head, "fwd=stale; fwd-status=304");
+      refresh_and_answer(head, "fwd=stale; fwd-status=304", t);
       return FilterStatus::CONTINUE;
     }
     if (const cache::StoredResponse* stored = lookup_ ? lookup_ : stale_;
@@ -218,8 +217,7 @@ private:
       // another representation, invalidates it.
       if (cache::same_representation(*stored, *head.fields)) {
         lookup_ = stored;
-        refresh(*head.fields, head.upstream_date, t);
-        replace_with(head, "fwd=stale; fwd-status=200");
+        refresh_and_answer(head, "fwd=stale; fwd-status=200", t);
         return FilterStatus::CONTINUE;
       }
       zone_.erase(key_);
@@ -274,6 +272,8 @@ private:
     const auto& s = zone_.settings;
     auto cc = cache::response_directives(s.targeted, *head.fields);
     if (!cache::storable(head.status, *head.fields, cc, authorized_))
+      return;
+    if (s.set_cookie == CacheSettings::SetCookie::PASS && cache::sets_cookie(*head.fields))
       return;
     int64_t cl = head.content_length;
     if (cl > static_cast<int64_t>(s.max_object))
@@ -342,6 +342,26 @@ private:
     if (fill_)
       zone_.end_fill(fill_, 0);
     fill_ = nullptr;
+  }
+
+  // A 304 to our conditional request (or a HEAD's 200 of the same representation): the
+  // stored response, with its fields, is stored again and answers. Unless the route stores
+  // them, its Set-Cookie lines are this client's alone: they go into the answer, not the store.
+  void refresh_and_answer(routing::FilterResponseHead& head, std::string_view status, time_t t) {
+    if (zone_.settings.set_cookie == CacheSettings::SetCookie::STORE ||
+        !cache::sets_cookie(*head.fields)) {
+      refresh(*head.fields, head.upstream_date, t);
+      replace_with(head, status);
+      return;
+    }
+    std::vector<http::Header> kept, cookies;
+    for (const auto& f : *head.fields)
+      (cache::cookie_field(f.name) ? cookies : kept).push_back(f);
+    for (auto& c : cookies) // the answer's fields outlive the upstream's
+      c = {exchange().arena().copy(c.name), exchange().arena().copy(c.value)};
+    refresh(kept, head.upstream_date, t);
+    replace_with(head, status);
+    head.fields->insert(head.fields->end(), cookies.begin(), cookies.end());
   }
 
   // A 304 to our conditional request: the stored response, with the 304's fields, is

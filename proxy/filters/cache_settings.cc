@@ -1,6 +1,6 @@
 // Reads a route's `cache`: true (the defaults), false, or a table of memory / max_object /
 // max_variants / disk / disk_size / key / key_fields / heuristic / heuristic_max / stale_if_error /
-// lock_timeout / pass_for / targeted / name.
+// lock_timeout / pass_for / targeted / name / set_cookie.
 #include "filters/cache_settings.h"
 
 #include "config/reader.h"
@@ -77,6 +77,11 @@ void check_disk(config::Reader& r, const toml::node& n, std::string& dir,
     r.error(n.source(), where + ": '" + dir + "' is not writable: " + std::strerror(errno));
 }
 
+constexpr config::EnumName<CacheSettings::SetCookie> kSetCookie[] = {
+    {"pass", CacheSettings::SetCookie::PASS},
+    {"store", CacheSettings::SetCookie::STORE},
+};
+
 std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& value,
                                        const std::string& where) {
   auto s = std::make_shared<CacheSettings>();
@@ -90,7 +95,7 @@ std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& valu
   r.only_keys(*t,
               {"memory", "max_object", "max_variants", "disk", "disk_size", "key", "key_fields",
                "heuristic", "heuristic_max", "stale_if_error", "lock_timeout", "pass_for",
-               "targeted", "name"},
+               "targeted", "name", "set_cookie"},
               where);
   r.get_number(*t, "memory", s->memory, where, 1 << 16, 1e12);
   r.get_number(*t, "max_object", s->max_object, where, 0, 1e12);
@@ -116,6 +121,8 @@ std::shared_ptr<const void> read_cache(config::Reader& r, const toml::node& valu
   }
   if (r.get_string(*t, "name", s->name, where) && !token(s->name))
     r.error(t->get("name")->source(), where + ": name is a token (letters, digits, - and _)");
+  r.get_enum(*t, "set_cookie", kSetCookie, s->set_cookie, where,
+             where + ": set_cookie is \"pass\" or \"store\"");
   if (s->max_object > s->memory)
     s->max_object = s->memory;
   return s;

@@ -32,6 +32,10 @@ struct CacheSettings {
   // instead of Cache-Control.
   std::vector<std::string> targeted;
   std::string name = "Portico"; // the cache's name in Cache-Status (RFC 9211)
+  // What a response with Set-Cookie does: PASS, it is not stored (nginx, Varnish: a stored
+  // session cookie would be given to every client that asks next); STORE, it is stored with
+  // its Set-Cookie as RFC 9111 allows, for origins whose cookies are the same for everyone.
+  enum class SetCookie { PASS, STORE } set_cookie = SetCookie::PASS;
   // The route's fetches in flight over all its workers (one per configuration load).
   std::shared_ptr<SharedFills> fills = std::make_shared<SharedFills>();
 };

@@ -1,5 +1,7 @@
 #include "filters/cache_zone.h"
 
+#include "cache/policy.h"
+
 namespace portico::filters {
 
 CacheZone::~CacheZone() {
@@ -41,6 +43,14 @@ cache::Variants* CacheZone::find(std::string_view key) {
   auto list = disk->load(key);
   if (list.empty())
     return nullptr;
+  // Stored under set_cookie = "store" (or by a version that stored them all), a response
+  // that sets a cookie must not answer once the route passes them: the key is fetched anew.
+  if (settings.set_cookie == CacheSettings::SetCookie::PASS)
+    for (const auto& r : list)
+      if (cache::sets_cookie(r->fields)) {
+        disk->erase(key);
+        return nullptr;
+      }
   for (auto it = list.rbegin(); it != list.rend(); ++it) // put() puts each first
     store.put(key, std::move(*it));
   stored();

@@ -11,6 +11,9 @@
   &echo=NAME           the value of request field NAME ends the body
   &head_cc=C           a HEAD's Cache-Control instead
   &get_only=1          X-Get-Only: 1 on a GET's response, not a HEAD's
+  &cookie=C            Set-Cookie: C=N, N the request's number (a 304's too)
+  &cookie304=C         the same on a 304 only
+  &cc304=C             a 304's Cache-Control instead
 
 While failing is set, every answer is a 503. A conditional request whose If-None-Match names E (or whose If-Modified-Since is L) gets a
 304 with the same fields."""
@@ -50,6 +53,8 @@ class _Handler(AnswerHandler):
             body += (self.headers.get(q["echo"]) or "-").encode()
         self.send_response(status)
         self.send_header("Content-Type", q.get("type", "text/plain"))
+        if status == 304 and "cc304" in q:
+            q["cc"] = q["cc304"]
         if head and "head_cc" in q:
             q["cc"] = q["head_cc"]
         if not head and q.get("get_only"):
@@ -58,6 +63,9 @@ class _Handler(AnswerHandler):
                           ("vary", "Vary"), ("age", "Age"), ("expires", "Expires")):
             if key in q:
                 self.send_header(name, q[key])
+        cookie = q.get("cookie") or (q.get("cookie304") if status == 304 else None)
+        if cookie:
+            self.send_header("Set-Cookie", f"{cookie}={n}")
         for i in range(int(q.get("vary_many", "0"))):
             self.send_header("Vary", f"x-field-{i}")
         if status == 304:

@@ -1,5 +1,5 @@
-"""A route's `cache` (RFC 9111): hits, what is never stored or reused, revalidation with a
-304, the client's own conditions and ranges answered from the store, Vary (bounded variants,
+"""A route's `cache` (RFC 9111): hits, what is never stored or reused (a response that sets
+a cookie, unless the route stores them; a cookie a 304 sets), revalidation with a 304, the client's own conditions and ranges answered from the store, Vary (bounded variants,
 Vary: *, thousands of Vary fields), invalidation by unsafe methods, keys that unkeyed fields
 cannot poison, absurd Age and max-age, an upstream that lies about Content-Length, request
 collapsing (a miss storm reaches the origin once; waiters stream the fetch as it arrives; a
@@ -59,6 +59,11 @@ path_prefix = "/timed/"
 cluster = "app"
 timeout = 1
 cache = true
+
+[[route]]
+path_prefix = "/cookies-too/"
+cluster = "app"
+cache = { set_cookie = "store" }
 
 [[route]]
 path_prefix = "/"
@@ -228,6 +233,51 @@ class Cache(unittest.TestCase):
         for n in (1, 2):
             self.get(path, {"Authorization": "Basic YTpi"})
         self.assertEqual(self.served(path), 1)
+
+    def test_a_response_that_sets_a_cookie_is_not_stored_unless_the_route_says_so(self):
+        # One client's session cookie, stored, would be every next client's (nginx and Varnish
+        # do not store such a response either).
+        path = q("/session", cc="max-age=60", cookie="sid")
+        cookies = []
+        for n in (1, 2):
+            status, fields, _ = self.get(path)
+            self.assertEqual(status, 200)
+            self.assertNotIn("hit", fields["cache-status"])
+            cookies.append(fields.get("set-cookie"))
+        self.assertEqual(self.served(path), 2)
+        self.assertEqual(len(set(cookies)), 2, cookies)  # each its own, from the origin
+        # A route may store them all the same (RFC 9111 allows it): the cookie is everyone's.
+        path = q("/cookies-too/site", cc="max-age=60", cookie="theme")
+        _, first, _ = self.get(path)
+        status, fields, _ = self.get(path)
+        self.assertEqual((status, fields["cache-status"]), (200, "Portico; hit"))
+        self.assertEqual(fields["set-cookie"], first["set-cookie"])
+        self.assertEqual(self.served(path), 1)
+
+    def test_a_cookie_a_304_sets_is_the_revalidating_clients_alone(self):
+        path = q("/reval-cookie", cc="max-age=0", etag='"c1"', cookie304="sid")
+        _, fields, first = self.get(path)
+        self.assertNotIn("set-cookie", fields)
+        status, fields, body = self.get(path)  # revalidated: the 304 sets a cookie
+        self.assertEqual((status, body), (200, first))
+        self.assertEqual(fields["cache-status"], "Portico; fwd=stale; fwd-status=304")
+        mine = fields.get("set-cookie", "")
+        self.assertRegex(mine, r"^sid=\d+$")
+        status, fields, body = self.get(path)  # the next is revalidated too, with its own
+        self.assertEqual((status, body), (200, first))
+        self.assertRegex(fields.get("set-cookie", ""), r"^sid=\d+$")
+        self.assertNotEqual(fields["set-cookie"], mine)
+        # Made fresh by a 304 that sets a cookie, the stored response answers without it.
+        path = q("/fresh-cookie", cc="max-age=0", etag='"c2"', cc304="max-age=60",
+                 cookie304="sid")
+        self.get(path)
+        _, fields, _ = self.get(path)
+        self.assertRegex(fields.get("set-cookie", ""), r"^sid=\d+$")
+        status, fields, body = self.get(path)
+        self.assertEqual((status, fields["cache-status"]), (200, "Portico; hit"))
+        self.assertNotIn("set-cookie", fields)
+        self.assertIn("max-age=60", fields["cache-control"])
+        self.assertEqual(self.served(path), 2)
 
     def test_a_stale_response_is_revalidated_and_refreshed_by_a_304(self):
         path = q("/reval", cc="max-age=0", etag='"v1"')

@@ -4,7 +4,8 @@ the file on HTTP/1.1 and from its mapping on HTTP/2, ranges too; a file half wri
 crash's temporary, a file cut short) is never served; a purge deletes the files, so a purged
 response does not come back with the next restart; the directory stays within disk_size; the
 two workers share the directory, so a response stored by one is a hit on the other; a reload
-keeps it."""
+keeps it; a stored response that sets a cookie is dropped, not served, once the route passes
+them."""
 import os
 import shutil
 import signal
@@ -19,12 +20,12 @@ from proxy_harness import Proxy, toml_string
 from test_proxy_cache import q, request
 
 
-def routes(directory, size):
+def routes(directory, size, more=""):
     return f"""
 [[route]]
 path_prefix = "/"
 cluster = "app"
-cache = {{ disk = {toml_string(directory)}, disk_size = {size}, memory = 1048576 }}
+cache = {{ disk = {toml_string(directory)}, disk_size = {size}, memory = 1048576{more} }}
 """
 
 
@@ -48,11 +49,11 @@ class CacheOnDisk(unittest.TestCase):
         self.origin.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def start(self, size=64 << 20, read_back=0):
+    def start(self, size=64 << 20, read_back=0, more=""):
         """Portico with two workers on the directory; waits until the directory's responses
         (read_back of them) are in the index again."""
         self.proxy = Proxy([self.origin.endpoint], workers=2,
-                           routes_first=routes(self.dir, size), catch_all=False)
+                           routes_first=routes(self.dir, size, more), catch_all=False)
         harness.wait_until(
             lambda: "read back" in self.proxy.read_log(),
             what="the cache directory read back")
@@ -101,6 +102,19 @@ class CacheOnDisk(unittest.TestCase):
                               self.proxy.url + large], capture_output=True, timeout=30)
         self.assertEqual(out.stdout, bodies[large])
         self.assertEqual((self.served(small), self.served(large)), (1, 1))
+
+    def test_a_stored_cookie_is_not_served_once_the_route_passes_them(self):
+        path = q("/cookie", cc="max-age=600", cookie="sid")
+        self.start(more=', set_cookie = "store"')
+        _, fields, _ = self.get(path)
+        self.assertIn("stored", fields["cache-status"])
+        self.proxy.stop()
+        self.start(read_back=1)  # set_cookie = "pass", the default
+        status, fields, _ = self.get(path)
+        self.assertEqual(status, 200)
+        self.assertNotIn("hit", fields["cache-status"])
+        self.assertEqual(self.served(path), 2)
+        self.assertEqual(files_in(self.dir), [])  # gone from the directory too
 
     def test_a_half_written_file_is_never_served(self):
         whole, cut = q("/whole", cc="max-age=600"), q("/cut", cc="max-age=600", len=5000)

@@ -1,5 +1,6 @@
 // A route's `cache`: the directory on disk must be one the proxy can use, found when the
-// configuration is read (FILE:LINE:COL), not at the first response stored.
+// configuration is read (FILE:LINE:COL), not at the first response stored; what a response
+// that sets a cookie does.
 #include "filters/cache_settings.h"
 #include "route_config.h"
 
@@ -43,6 +44,21 @@ TEST(CacheSettings, ADiskDirectoryThatCannotBeUsedIsRefused) {
   EXPECT_NE(e.find("cannot make"), std::string::npos) << e;
   e = refused("{ disk = \"/tmp\", disk_size = 1000 }");
   EXPECT_NE(e.find("disk_size"), std::string::npos) << e;
+}
+
+TEST(CacheSettings, AResponseThatSetsACookieIsPassedUnlessTheRouteStoresIt) {
+  std::vector<std::string> errors;
+  auto c = load_route("cluster = \"app\"\ncache = true", &errors);
+  ASSERT_TRUE(c) << errors[0];
+  EXPECT_EQ(c->routes[0].settings_for<CacheSettings>("cache")->set_cookie,
+            CacheSettings::SetCookie::PASS);
+  c = load_route("cluster = \"app\"\ncache = { set_cookie = \"store\" }", &errors);
+  ASSERT_TRUE(c) << errors[0];
+  EXPECT_EQ(c->routes[0].settings_for<CacheSettings>("cache")->set_cookie,
+            CacheSettings::SetCookie::STORE);
+  std::string e = refused("{ set_cookie = \"strip\" }");
+  EXPECT_TRUE(e.starts_with("c.toml:8:")) << e;
+  EXPECT_NE(e.find("set_cookie is \"pass\" or \"store\""), std::string::npos) << e;
 }
 
 } // namespace
