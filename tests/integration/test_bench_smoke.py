@@ -1,7 +1,7 @@
 """bench/run --smoke: the bench harness still starts every server, drives every workload and
 writes its tables and plots (tiny counts, so the harness cannot rot between real bench runs).
 The three suites and the proxy suite's second origin together take about 70 s on a quiet
-2-core machine (90 s on a busy one). A server bench cannot start (Portico not built, a variant
+2-core machine (90 s on a busy one); bench/scale at two tiny sizes of each shape 45 s more. A server bench cannot start (Portico not built, a variant
 whose config `portico -t` rejects) only reads n/a in the report and bench exits 0: here it fails
 the test, as a missing program does; the only n/a cells accepted are those bench writes by
 design, each with its reason."""
@@ -177,6 +177,52 @@ class BenchSmokeTest(unittest.TestCase):
             kept = os.path.join(tmp, "kept")  # not there yet
             callgrind.keep(files, kept)
             self.assertEqual(sorted(os.listdir(kept)), ["callgrind.h1.out", "callgrind.h1.out.1"])
+
+    def test_scale_suite_smoke(self):
+        """bench/scale at two tiny sizes of every shape, one round: each shape's table has
+        Portico's and nginx's rows at both sizes, Portico answered nothing but 2xx and every
+        /metrics scrape of it succeeded, the growth lines are written, and so is the plot."""
+        harness.need("nginx", "wrk", "h2load", "curl")
+        scale = os.path.join(os.path.dirname(BENCH_RUN), "scale")
+        shapes = ("hosts", "prefixes", "connections", "h2c-connections", "certs", "clusters")
+        with tempfile.TemporaryDirectory(prefix="portico-scale-smoke-") as tmp:
+            out = os.path.join(tmp, "scale.md")
+            proc = subprocess.run(
+                [harness.PYTHON, scale, "--sizes", "1,10", "--connection-sizes", "10,20",
+                 "--cert-sizes", "1,2", "--cluster-sizes", "1,2", "--rounds", "1",
+                 "--duration", "1", "--idle", "0.2", "--reloads", "1", "--reload-duration", "1",
+                 "--build-dir", harness.BUILD_DIR, "-o", out],
+                capture_output=True, text=True, timeout=240)
+            self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+            with open(os.path.join(tmp, "scale.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", "scale.png is not a PNG")
+            with open(out) as f:
+                text = f.read()
+        sections = dict(re.findall(r"(?ms)^## (\S+)\n(.*?)(?=^## |\Z)", text))
+        self.assertEqual(sorted(sections), sorted(shapes), text[:2000])
+        for shape, body in sections.items():
+            lines = [l for l in body.splitlines() if l.startswith("| ")]
+            header = [c.strip() for c in lines[0].strip("|").split("|")]
+            rows = {}
+            for line in lines[1:]:
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                rows[(cells[0], cells[1])] = dict(zip(header, cells))
+            small, large = ("10", "20") if "connections" in shape else \
+                (("1", "2") if shape in ("certs", "clusters") else ("1", "10"))
+            self.assertEqual(sorted(rows), sorted((s, n) for s in ("portico", "nginx")
+                                                  for n in (small, large)), shape)
+            for (server, n), row in rows.items():
+                self.assertGreater(number(row["start s"]), 0, f"{shape} {server} {n}: {row}")
+                self.assertGreater(number(row["RSS start kB"]), 0, f"{shape} {server} {n}: {row}")
+                if shape == "certs":  # start and memory only
+                    continue
+                self.assertGreater(number(row["req/s"]), 0, f"{shape} {server} {n}: {row}")
+                self.assertGreater(number(row["CPU µs/req"]), 0, f"{shape} {server} {n}: {row}")
+                if server == "portico":
+                    self.assertEqual(row["not 2xx"], "0", f"{shape} {n}: {row}")
+                    self.assertEqual(row["scrapes failed"], "0", f"{shape} {n}: {row}")
+            for server in ("portico", "nginx"):
+                self.assertRegex(body, rf"(?m)^- {server} grows: .*start (flat|log|linear|grows)")
 
     def test_backend_suite_smoke(self):
         harness.need("nginx", "starman", "h2o", "memcached", "wrk", "h2load", "taskset",
