@@ -54,18 +54,17 @@ namespace {
 // Bounds a chunk size far above any real body, and far below overflow in llhttp or here.
 constexpr uint64_t kMaxChunkSize = uint64_t{1} << 60;
 
-using swar::has_byte;
-using swar::has_byte_below;
 using swar::kHighs;
 using swar::load8;
 
-// Values and targets are most of a head: skip their plain bytes eight at a time, and let the
-// byte loop after find exactly where the run stops (values: skip_field_value).
+// Values and targets are most of a head: skip their plain bytes eight at a time; the word that
+// holds the stop says where it is (values: skip_field_value).
 const unsigned char* skip_target(const unsigned char* p, const unsigned char* end) {
   while (end - p >= 8) {
     uint64_t w = load8(p);
-    if (has_byte_below(w, 0x21) || (w & kHighs) || has_byte(w, 0x7f) || has_byte(w, '#'))
-      break;
+    if (uint64_t stop = swar::below_mask(w, 0x21) | (w & kHighs) | swar::equal_mask(w, 0x7f) |
+                        swar::equal_mask(w, '#'))
+      return p + swar::first_flagged(stop);
     p += 8;
   }
   while (p < end && kTarget[*p])

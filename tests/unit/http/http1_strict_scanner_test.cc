@@ -154,5 +154,33 @@ TEST(RequestTarget, VisibleAsciiWithoutFragment) {
     EXPECT_FALSE(is_valid_request_target(bad)) << bad;
 }
 
+// The target, the field names and the values are skipped a word (or four bytes) at a time:
+// every byte value at every offset is judged as the byte tables judge it.
+TEST(Http1StrictScanner, EveryByteOfATargetANameOrAValueIsJudgedWhereverItIs) {
+  for (size_t len = 1; len <= 20; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string part(len, 'a');
+        part[at] = static_cast<char>(b);
+        bool target_ok = is_valid_request_target("/" + part);
+        bool token_ok = (b >= '0' && b <= '9') || ((b | 0x20) >= 'a' && (b | 0x20) <= 'z') ||
+                        std::string_view("!#$%&'*+-.^_`|~").find(char(b)) != std::string::npos;
+        token_ok |= b == ':' && at > 0; // the name ends early: the rest is the value's
+        bool value_ok = b == '\t' || (b >= 0x20 && b != 0x7f);
+        const std::string heads[] = {"GET /" + part + " HTTP/1.1\r\nHost: a\r\n\r\n",
+                                     "GET / HTTP/1.1\r\n" + part + ": v\r\n\r\n",
+                                     "GET / HTTP/1.1\r\nX: " + part + "\r\n\r\n"};
+        const bool ok[] = {target_ok, token_ok, value_ok};
+        for (int i = 0; i < 3; ++i) {
+          Http1StrictScanner s;
+          s.start_head(kMax);
+          s.scan(heads[i].data(), heads[i].size());
+          EXPECT_EQ(s.done(), ok[i]) << i << " len " << len << " at " << at << " byte " << b;
+        }
+      }
+    }
+  }
+}
+
 } // namespace
 } // namespace portico::http
