@@ -158,5 +158,40 @@ TEST(RequestWriter, AHeadThatDoesNotFitTheTailBlockComesWholeAcrossBlocks) {
   EXPECT_TRUE(s.ends_with("content-length: 5\r\n\r\n"));
 }
 
+// Names and values of up to 16 bytes are copied inline, by loads and stores that may overlap:
+// every length from empty to past that, in a head that fits and in one that goes across blocks.
+TEST(RequestWriter, AFieldOfEveryLengthIsWrittenAsItIs) {
+  std::string names, values;
+  for (size_t n = 1; n <= 40; ++n)
+    names += static_cast<char>('a' + n % 26);
+  for (size_t n = 0; n <= 40; ++n)
+    values += static_cast<char>('A' + n % 26);
+  for (size_t n = 1; n <= 40; ++n) {
+    http::RequestHead r;
+    r.method = "GET";
+    r.scheme = "http";
+    r.authority = "h";
+    r.target = "/";
+    r.version = http::Version::HTTP_1_1;
+    std::string name = names.substr(0, n), value = values.substr(0, n - 1);
+    std::string x = values.substr(0, n);
+    r.headers = {{name, value}, {"x", x}};
+    ForwardingOptions opts;
+    opts.add_forwarded = false;
+    opts.add_via = false;
+    opts.request_id_header = "";
+    std::string want =
+        "GET / HTTP/1.1\r\nhost: h\r\n" + name + ": " + value + "\r\nx: " + x + "\r\n\r\n";
+    core::ByteQueue q;
+    write_upstream_request_head(q, r, BodyFraming::NONE, {"192.0.2.7", false}, opts);
+    EXPECT_EQ(drain(q), want) << n;
+    // The tail block nearly full: the head goes across blocks, by the other writer.
+    std::string filler(core::ByteQueue().write_space().size() - 10, '.');
+    q.append(filler);
+    write_upstream_request_head(q, r, BodyFraming::NONE, {"192.0.2.7", false}, opts);
+    EXPECT_EQ(drain(q), filler + want) << n;
+  }
+}
+
 } // namespace
 } // namespace portico::upstream
