@@ -348,18 +348,16 @@ private:
   // stored response, with its fields, is stored again and answers. Unless the route stores
   // them, its Set-Cookie lines are this client's alone: they go into the answer, not the store.
   void refresh_and_answer(routing::FilterResponseHead& head, std::string_view status, time_t t) {
-    if (zone_.settings.set_cookie == CacheSettings::SetCookie::STORE ||
-        !cache::sets_cookie(*head.fields)) {
-      refresh(*head.fields, head.upstream_date, t);
-      replace_with(head, status);
-      return;
-    }
+    std::span<const http::Header> stored = *head.fields;
     std::vector<http::Header> kept, cookies;
-    for (const auto& f : *head.fields)
-      (cache::cookie_field(f.name) ? cookies : kept).push_back(f);
-    for (auto& c : cookies) // the answer's fields outlive the upstream's
-      c = {exchange().arena().copy(c.name), exchange().arena().copy(c.value)};
-    refresh(kept, head.upstream_date, t);
+    if (zone_.settings.set_cookie == CacheSettings::SetCookie::PASS && cache::sets_cookie(stored)) {
+      for (const auto& f : stored)
+        (cache::cookie_field(f.name) ? cookies : kept).push_back(f);
+      for (auto& c : cookies) // the answer's fields outlive the upstream's
+        c = {exchange().arena().copy(c.name), exchange().arena().copy(c.value)};
+      stored = kept;
+    }
+    refresh(stored, head.upstream_date, t);
     replace_with(head, status);
     head.fields->insert(head.fields->end(), cookies.begin(), cookies.end());
   }

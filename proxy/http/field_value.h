@@ -22,7 +22,7 @@ inline constexpr std::array<bool, 256> kFieldValueBytes = [] {
 inline const unsigned char* skip_field_value(const unsigned char* p, const unsigned char* end) {
   while (end - p >= 8) {
     uint64_t w = swar::load8(p);
-    // A tab is below SP but allowed: a stop flagged at one is left to the byte loop.
+    // A tab is below SP but allowed: one flagged is stepped over, and the scan goes on after it.
     if (uint64_t stop = swar::below_mask(w, 0x20) | swar::equal_mask(w, 0x7f)) {
       p += swar::first_flagged(stop);
       if (*p != '\t')

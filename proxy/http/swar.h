@@ -1,5 +1,5 @@
 #pragma once
-// Word-at-a-time byte tests (Hacker's Delight 6-1), exact as to whether any of eight bytes
+// Word-at-a-time byte tests (Hacker's Delight 6-1), exact as to the first of eight bytes that
 // matches: the fast path of the scans over field values and targets.
 #include <bit>
 #include <cstdint>
@@ -18,14 +18,6 @@ constexpr uint64_t below_mask(uint64_t w, uint8_t n) {
 // The same for the bytes equal to b.
 constexpr uint64_t equal_mask(uint64_t w, uint8_t b) {
   return below_mask(w ^ (kOnes * b), 1);
-}
-// Whether a byte of w is below n (n <= 128).
-constexpr bool has_byte_below(uint64_t w, uint8_t n) {
-  return below_mask(w, n) != 0;
-}
-// Whether a byte of w is b.
-constexpr bool has_byte(uint64_t w, uint8_t b) {
-  return equal_mask(w, b) != 0;
 }
 // The index of the first (lowest-addressed) byte a non-zero mask flags: load8 puts the byte at
 // the lowest address lowest.
