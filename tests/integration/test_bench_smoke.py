@@ -178,6 +178,16 @@ class BenchSmokeTest(unittest.TestCase):
             callgrind.keep(files, kept)
             self.assertEqual(sorted(os.listdir(kept)), ["callgrind.h1.out", "callgrind.h1.out.1"])
 
+    def test_scale_refuses_a_shape_it_does_not_have(self):
+        """A misspelt shape is an error before anything starts, not another shape's table."""
+        scale = os.path.join(os.path.dirname(BENCH_RUN), "scale")
+        for option in ("--shapes", "--reload-shapes"):
+            proc = subprocess.run([harness.PYTHON, scale, option, "hosts,clsuters"],
+                                  capture_output=True, text=True, timeout=30)
+            self.assertEqual(proc.returncode, 2, option + proc.stdout + proc.stderr)
+            self.assertIn(f"{option}: no shape clsuters (shapes: hosts, prefixes,", proc.stderr)
+            self.assertEqual(proc.stdout, "", option)
+
     def test_scale_suite_smoke(self):
         """bench/scale at two tiny sizes of every shape, one round: each shape's table has
         Portico's and nginx's rows at both sizes, Portico answered nothing but 2xx and every
