@@ -15,6 +15,7 @@ import unittest
 import harness
 
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
+BENCH_SCALE = os.path.join(os.path.dirname(BENCH_RUN), "scale")
 SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 # Every proxy in every upstream mode it has: (row, upstream).
 PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"),
@@ -180,9 +181,8 @@ class BenchSmokeTest(unittest.TestCase):
 
     def test_scale_refuses_a_shape_it_does_not_have(self):
         """A misspelt shape is an error before anything starts, not another shape's table."""
-        scale = os.path.join(os.path.dirname(BENCH_RUN), "scale")
         for option in ("--shapes", "--reload-shapes"):
-            proc = subprocess.run([harness.PYTHON, scale, option, "hosts,clsuters"],
+            proc = subprocess.run([harness.PYTHON, BENCH_SCALE, option, "hosts,clsuters"],
                                   capture_output=True, text=True, timeout=30)
             self.assertEqual(proc.returncode, 2, option + proc.stdout + proc.stderr)
             self.assertIn(f"{option}: no shape clsuters (shapes: hosts, prefixes,", proc.stderr)
@@ -193,12 +193,11 @@ class BenchSmokeTest(unittest.TestCase):
         Portico's and nginx's rows at both sizes, Portico answered nothing but 2xx and every
         /metrics scrape of it succeeded, the growth lines are written, and so is the plot."""
         harness.need("nginx", "wrk", "h2load", "curl")
-        scale = os.path.join(os.path.dirname(BENCH_RUN), "scale")
         shapes = ("hosts", "prefixes", "connections", "h2c-connections", "certs", "clusters")
         with tempfile.TemporaryDirectory(prefix="portico-scale-smoke-") as tmp:
             out = os.path.join(tmp, "scale.md")
             proc = subprocess.run(
-                [harness.PYTHON, scale, "--sizes", "1,10", "--connection-sizes", "10,20",
+                [harness.PYTHON, BENCH_SCALE, "--sizes", "1,10", "--connection-sizes", "10,20",
                  "--cert-sizes", "1,2", "--cluster-sizes", "1,2", "--rounds", "1",
                  "--duration", "1", "--idle", "0.2", "--reloads", "1", "--reload-duration", "1",
                  "--reload-shapes", "hosts",
