@@ -11,7 +11,7 @@ PACKAGES="
   libnghttp2-dev libev-dev libssl-dev libc-ares-dev prometheus-cpp-dev libtomlplusplus-dev
   node-llhttp libgtest-dev libgmock-dev
   nghttp2-client nghttp2-proxy curl wrk nginx-light h2o haproxy memcached starman caddy
-  libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind
+  libserver-starter-perl prometheus python3 python3-h2 python3-yaml python3-websockets python3-grpcio openssl procps valgrind linux-perf
   libre2-dev zlib1g-dev libbrotli-dev libzstd-dev python3-brotli
   chromium chromium-driver python3-selenium
   util-linux iproute2 gnuplot-nox libjs-d3 libjs-moment media-types varnish

@@ -9,6 +9,8 @@ same upstream protocol. The target lines are lib/targets.py's; the plot lib/plot
 """
 import statistics
 
+from . import profile
+
 STRING_EXTRAS = ("tls_protocol", "tls_cipher", "alpn")
 
 
@@ -341,6 +343,38 @@ def rounds_table(suite, measurements):
     return lines
 
 
+def profile_tables(suite, measurements):
+    """bench/run --profile: per workload, each server's CPU per request by where perf found it
+    and its system calls per request (medians over the rounds)."""
+    profiled = [w for w in suite.workloads
+                if any(m.workload == w.key and m.extra.get("prof_samples") for m in measurements)]
+    if not profiled:
+        return []
+    out = ["## Where the CPU goes (--profile)", "",
+           "perf attached to each server while the client ran: CPU µs per request by the object "
+           "perf's cpu-clock samples fell in (their share of the samples times the window's CPU "
+           "µs per request), and system calls and context switches per request counted on "
+           "tracepoints. Attached, perf costs every server a few percent: these CPU figures "
+           "are not the tables' above.", ""]
+    groups = [title for _, title in profile.GROUPS]
+    headers = (["server", "CPU µs/req"] + groups +
+               ["syscalls/req", "reads", "writes", "epoll", "context switches/req"])
+    for w in profiled:
+        out += [f"### {w.title}", "", _row(headers),
+                _row(["---"] + ["---:"] * (len(headers) - 1))]
+        for spec in suite.servers:
+            s = summarize(measurements, spec.name, w.key)
+            if not s or s.get("prof_samples") is None:
+                continue
+            out.append(_row([spec.name, _fmt(s.get("cpu_us"), 2)] +
+                            [_fmt(s.get(key), 2) for key, _ in profile.GROUPS] +
+                            [_fmt(s.get(k), 2) for k in ("prof_syscalls", "prof_reads",
+                                                         "prof_writes", "prof_epoll",
+                                                         "prof_switches")]))
+        out.append("")
+    return out
+
+
 def render(suite, measurements, ctx, failures=()):
     """ctx: machine facts, versions, the command line, load and pinning descriptions.
     failures: measurements lost to a server that died (runner.Failure)."""
@@ -374,6 +408,7 @@ def render(suite, measurements, ctx, failures=()):
         out += [f"Goal: {suite.goal}.", ""] + verdict(suite, measurements) + [""]
     if suite.targets:
         out += suite.targets(suite, measurements) + [""]
+    out += profile_tables(suite, measurements)
     if ctx.get("plot"):
         out += [f"![{suite.name} suite: server CPU µs per request, per workload]"
                 f"({ctx['plot']})", "",

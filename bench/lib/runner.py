@@ -6,6 +6,7 @@ series. Each measurement: start the server, wait until it is ready, check one re
 up (not measured), snapshot the server's CPU time, run the client, snapshot again, read the peak
 RSS, stop the server. How the client is driven depends on the workload's kind (DRIVERS).
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,7 +20,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
-from . import loadgen, procstat
+from . import loadgen, procstat, profile
 from .servers import BenchError, ServerCrashed
 
 
@@ -45,6 +46,7 @@ class RunConfig:
     rate_connections: int = 50
     tls_rate: int = 500  # new TLS connections per second (tls-h2-new)
     idle_connections: int = 10000
+    profile: bool = False  # --profile: perf attached to the throughput workloads' servers
 
     def duration(self, workload):
         return self.durations.get(workload.key) or self.duration_s or workload.duration
@@ -193,9 +195,13 @@ def drive_load(spec, server, workload, cfg, workdir, tag):
     if cfg.warmup_s > 0:
         warm = cfg.load(workload, seconds=cfg.warmup_s)
         client(url, warm, cfg.cpus.client, workdir, f"{tag}-warmup", **kwargs)
-    with Window(server) as w:
+    profiling = (profile.Profile(server.tree(), workdir, tag) if cfg.profile
+                 else contextlib.nullcontext())
+    with Window(server) as w, profiling as prof:
         result = client(url, load, cfg.cpus.client, workdir, tag, **kwargs)
     extra = {}
+    if prof is not None:
+        extra.update(prof.figures(result.requests, w.cpu_s * 1e6 / max(result.requests, 1)))
     if workload.kind == "bytes":
         mb = result.requests * workload.body_bytes / 1e6
         extra["mb_s"] = mb / result.seconds if result.seconds else None

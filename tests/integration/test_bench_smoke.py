@@ -377,6 +377,31 @@ class BenchSmokeTest(unittest.TestCase):
                                r"\(CPU/req, same run\): " + "; ".join(
                                    pair.format(k) for k in ("h1-hello", "h2c-hello-m10")) + "$")
 
+    def test_profile_says_where_each_proxys_cpu_goes(self):
+        """bench/run --profile: perf attached to each proxy while h2load runs. A row's groups
+        add up to its CPU per request, the kernel's share is there, and every request costs
+        at least one read and one write (the origin's response, the request sent to it)."""
+        harness.need("nginx", "h2o", "h2load", "curl", "taskset", "gnuplot", "perf")
+        text = run_smoke(self, "proxy", "--profile", "--servers", "portico-h1,nginx-h1",
+                         "--workloads", "h2c-hello-m10")
+        section = text.partition("## Where the CPU goes (--profile)")[2]
+        self.assertTrue(section, "no profile section")
+        rows = table(self, section.partition("\n![")[0], f"{H2C_HELLO} -m10")
+        self.assertEqual(sorted(rows), ["nginx (h1)", "portico (h1)"])
+        groups = ("kernel", "own code", "nghttp2", "OpenSSL", "libc, allocator", "event loop",
+                  "other")
+        for name, row in rows.items():
+            cpu = number(row["CPU µs/req"])
+            self.assertGreater(cpu, 0, f"{name}: {row}")
+            self.assertAlmostEqual(sum(number(row[g]) for g in groups), cpu,
+                                   delta=0.01 * cpu + 0.05, msg=f"{name}: {row}")
+            self.assertGreater(number(row["kernel"]), 0, f"{name}: {row}")
+            self.assertGreaterEqual(number(row["reads"]), 1, f"{name}: {row}")
+            self.assertGreaterEqual(number(row["writes"]), 1, f"{name}: {row}")
+            self.assertGreaterEqual(number(row["syscalls/req"]),
+                                    number(row["reads"]) + number(row["writes"]) - 0.01,
+                                    f"{name}: {row}")
+
     def test_proxy_suite_portico_backend_origin_smoke(self):
         """--origin portico-backend (the old origin): the counter on memcached through Portico
         in both upstream modes, the h2c peers and nginx (a subset: the rows are the main
