@@ -54,8 +54,9 @@ public:
   size_t peek(char* dst, size_t n) const;
   void clear();
 
-  // writev(2) as much as the socket takes (sendmsg(2) with send_flags, when any: MSG_MORE for
-  // a head that a file follows). Returns bytes written, or -1 with errno set (EAGAIN included).
+  // send(2) or sendmsg(2) as much as the socket takes, with send_flags (MSG_MORE for a head
+  // that a file follows): fd is a socket. Returns bytes written, or -1 with errno set (EAGAIN
+  // included).
   ssize_t write_to(int fd, int send_flags = 0);
 
   // Moves up to n bytes from the head of other onto this tail, relinking whole blocks where

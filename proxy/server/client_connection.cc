@@ -242,7 +242,7 @@ void ClientConnection::upgrade_to_h2(const UpgradeToH2& up) {
 
 ssize_t ClientConnection::read_some(char* buf, size_t len) {
   if (!tls_)
-    return ::read(fd_, buf, len);
+    return ::recv(fd_, buf, len, 0); // as SocketConnection::read_once: not read()
   size_t n = 0;
   switch (tls_->read(buf, len, &n)) {
   case tls::TlsSession::Io::OK: return static_cast<ssize_t>(n);
