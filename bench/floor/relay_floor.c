@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,9 @@ int main(int argc, char **argv) {
     inet_pton(AF_INET, argv[2], &in->sin_addr);
     origin_len = sizeof *in;
   }
+  /* A write to a connection whose reader is gone is that pair's error (EPIPE), as in every
+   * proxy, not the end of the relay. */
+  signal(SIGPIPE, SIG_IGN);
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

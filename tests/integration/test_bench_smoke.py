@@ -7,6 +7,7 @@ the test, as a missing program does; the only n/a cells accepted are those bench
 design, each with its reason."""
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import harness
 
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
 BENCH_SCALE = os.path.join(os.path.dirname(BENCH_RUN), "scale")
+RELAY_FLOOR = os.path.join(os.path.dirname(BENCH_RUN), "floor", "relay_floor.c")
 SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 # Every proxy in every upstream mode it has: (row, upstream).
 PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"),
@@ -178,6 +180,45 @@ class BenchSmokeTest(unittest.TestCase):
             kept = os.path.join(tmp, "kept")  # not there yet
             callgrind.keep(files, kept)
             self.assertEqual(sorted(os.listdir(kept)), ["callgrind.h1.out", "callgrind.h1.out.1"])
+
+    def test_the_floor_relay_outlives_an_origin_that_stopped_reading(self):
+        """bench/floor/relay_floor.c writing to an origin connection that takes nothing more:
+        an error that closes that pair, never SIGPIPE for the relay (the proxy suite's smoke
+        lost its 1 MiB floor row to one: `floor (relay) exited with -13`)."""
+        harness.need("cc")
+        with tempfile.TemporaryDirectory(prefix="portico-relay-") as tmp:
+            binary = os.path.join(tmp, "relay_floor")
+            subprocess.run(["cc", "-O2", "-o", binary, RELAY_FLOOR], check=True)
+            origin = socket.socket(socket.AF_UNIX)
+            self.addCleanup(origin.close)
+            origin.bind(os.path.join(tmp, "origin.sock"))
+            origin.listen(16)
+            origin.settimeout(10)
+            port = harness.free_port()
+            relay = subprocess.Popen([binary, str(port), os.path.join(tmp, "origin.sock")])
+            try:
+                # The probe's connection reaches the origin first, the client's second.
+                harness.wait_until(lambda: harness.port_open("127.0.0.1", port),
+                                   what="the relay listening")
+                client = socket.create_connection(("127.0.0.1", port), timeout=10)
+                self.addCleanup(client.close)
+                for _ in range(2):
+                    conn, _ = origin.accept()
+                    self.addCleanup(conn.close)
+                    try:
+                        conn.shutdown(socket.SHUT_RD)  # writes to it now fail with EPIPE
+                    except OSError:
+                        pass  # the probe's, already closed by the relay
+                client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                try:
+                    self.assertEqual(client.recv(1), b"", "the pair was not closed")
+                except ConnectionResetError:
+                    pass
+                self.assertIsNone(relay.poll(), f"the relay exited with {relay.returncode}")
+                self.assertTrue(harness.port_open("127.0.0.1", port), "the relay stopped")
+            finally:
+                relay.kill()
+                relay.wait()
 
     def test_scale_refuses_a_shape_it_does_not_have(self):
         """A misspelt shape is an error before anything starts, not another shape's table."""
