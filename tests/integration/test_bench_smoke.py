@@ -229,6 +229,24 @@ class BenchSmokeTest(unittest.TestCase):
             self.assertIn(f"{option}: no shape clsuters (shapes: hosts, prefixes,", proc.stderr)
             self.assertEqual(proc.stdout, "", option)
 
+    def test_scale_measures_one_size_alone(self):
+        """bench/scale with one size (`--connection-sizes 8000` to measure just that): the
+        table and no growth to speak of, not a division by the zero between its sizes."""
+        harness.need("nginx", "wrk", "taskset", "gnuplot")
+        with tempfile.TemporaryDirectory(prefix="portico-scale-one-") as tmp:
+            out = os.path.join(tmp, "scale.md")
+            proc = subprocess.run(
+                [harness.PYTHON, BENCH_SCALE, "--shapes", "connections", "--connection-sizes",
+                 "10", "--rounds", "1", "--duration", "1", "--idle", "0.2", "--reloads", "0",
+                 "--build-dir", harness.BUILD_DIR, "-o", out],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+            with open(out) as f:
+                text = f.read()
+            self.assertRegex(text, r"\| portico \| 10 \| [\d,]+ \|")
+            self.assertRegex(text, r"\| nginx \| 10 \| [\d,]+ \|")
+            self.assertNotIn("over 10:", text)
+
     def test_scale_suite_smoke(self):
         """bench/scale at two tiny sizes of every shape, one round: each shape's table has
         Portico's and nginx's rows at both sizes, Portico answered nothing but 2xx and every
