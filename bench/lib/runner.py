@@ -200,15 +200,16 @@ def drive_load(spec, server, workload, cfg, workdir, tag):
     with Window(server) as w, profiling as prof:
         result = client(url, load, cfg.cpus.client, workdir, tag, **kwargs)
     extra = {}
-    if prof is not None:
-        extra.update(prof.figures(result.requests, w.cpu_s * 1e6 / max(result.requests, 1)))
     if workload.kind == "bytes":
         mb = result.requests * workload.body_bytes / 1e6
         extra["mb_s"] = mb / result.seconds if result.seconds else None
         extra["cpu_us_per_mb"] = w.cpu_s * 1e6 / mb if mb else None
     if workload.kind == "rate":
         extra["offered_rps"] = load.rps * load.connections
-    return w.measurement(spec, workload, result, **extra)
+    m = w.measurement(spec, workload, result, **extra)
+    if prof is not None:
+        m.extra.update(prof.figures(result.requests, m.cpu_us_per_request))
+    return m
 
 
 def check_tls_http10(port, timeout=5):
