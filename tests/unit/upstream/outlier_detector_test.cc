@@ -51,6 +51,29 @@ TEST(OutlierDetector, ErrorsInARowEjectAndASuccessBetweenThemDoesNot) {
   EXPECT_FALSE(out(*d, 0, 32));
 }
 
+TEST(OutlierDetector, AnIntervalInServiceWithoutAFailureForgivesOneEjection) {
+  config::OutlierConfig o;
+  o.consecutive_gateway_errors = 3;
+  o.consecutive_5xx = 0;
+  o.max_ejection_percent = 100;
+  o.base_ejection_time = 10;
+  o.interval = 1;
+  for (bool fails_in_the_interval : {false, true}) {
+    auto d = OutlierDetector::of(cluster(2, o));
+    for (int i = 0; i < 3; ++i)
+      d->record(0, Outcome::GATEWAY_ERROR, 1); // the first sweep, then ejected until 11
+    d->record(1, Outcome::SUCCESS, 11.5);      // a sweep: back, but not in for a whole interval
+    if (fails_in_the_interval)
+      d->record(0, Outcome::GATEWAY_ERROR, 12);
+    d->record(1, Outcome::SUCCESS, 12.6); // the sweep that ends the interval [11.5, 12.6]
+    for (int i = fails_in_the_interval ? 1 : 0; i < 3; ++i)
+      d->record(0, Outcome::GATEWAY_ERROR, 13);
+    double until = fails_in_the_interval ? 33 : 23; // base × 2, or base × 1 once forgiven
+    EXPECT_TRUE(out(*d, 0, until - 0.1)) << fails_in_the_interval;
+    EXPECT_FALSE(out(*d, 0, until)) << fails_in_the_interval;
+  }
+}
+
 TEST(OutlierDetector, Other5xxCountOnlyAs5xx) {
   config::OutlierConfig o;
   o.consecutive_gateway_errors = 2;
