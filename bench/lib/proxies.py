@@ -362,8 +362,7 @@ class RelayFloor(ProxySpec):
     base = "floor"
     upstreams = ("relay",)
     programs = ("cc",)
-    protocols = ("h1", "h2c")
-    not_applicable = {**ProxySpec.not_applicable, "tls": "a byte relay does not terminate TLS"}
+    protocols = ("h1", "h2c", "tls")
     peer = False
     floor = True
 
@@ -377,16 +376,19 @@ class RelayFloor(ProxySpec):
     def describe(self):
         return ("one thread, epoll, one origin connection per client connection (made at "
                 "accept), one read and one write per chunk; relays what the client speaks, so "
-                "an h1 workload is h1 -> h1 and an h2c one h2c -> h2c; built with cc -O2 at "
-                "the start of each measurement")
+                "an h1 workload is h1 -> h1 and an h2c one h2c -> h2c; on a second port it "
+                "terminates TLS (OpenSSL: AES-128-GCM preferred, read ahead, ALPN h2 or "
+                "HTTP/1.1) and relays the plaintext, so TLS h1 is h1 -> h1 and TLS h2 is "
+                "h2 -> h2c; built with cc -O2 at the start of each measurement")
 
     def start(self, workdir, cpu, workload=None):
         binary = os.path.join(workdir, "relay_floor")
-        subprocess.run(["cc", "-O2", "-o", binary, self.source], check=True)
-        port = free_port()
+        subprocess.run(["cc", "-O2", "-o", binary, self.source, "-lssl", "-lcrypto"], check=True)
+        port, tls_port = free_port(), free_port()
         o = self.origin
-        return RunningServer(self, [binary, str(port), o.path or f"{o.host}:{o.port}"], workdir,
-                             {"h1": port, "h2c": port}, cpu)
+        argv = [binary, str(port), o.path or f"{o.host}:{o.port}", str(tls_port), self.tls.cert,
+                self.tls.key]
+        return RunningServer(self, argv, workdir, {"h1": port, "h2c": port, "tls": tls_port}, cpu)
 
 
 class Varnish(ProxySpec):

@@ -364,9 +364,11 @@ def proxy_suite(opts):
                "(HTTP/1.1), so their conn/s is latency-bound and CPU µs/conn is what compares.",
                "floor (relay): bench/floor/relay_floor.c, not a proxy: one origin connection "
                "per client connection and one read and one write per chunk, nothing of HTTP, "
-               "relaying what the client speaks (h1 -> h1, h2c -> h2c; no TLS). What it costs "
-               "is the kernel's share of any proxy's work on those pairs: 'CPU/req ÷ floor' "
-               "says how far above it each row is. Not counted as a peer.",
+               "relaying what the client speaks (h1 -> h1, h2c -> h2c; over TLS h1 -> h1 and "
+               "h2 -> h2c, OpenSSL doing the handshake, SSL_read and SSL_write). What it costs "
+               "is the kernel's share of any proxy's work on those pairs, and over TLS "
+               "OpenSSL's too: 'CPU/req ÷ floor' says how far above it each row is. Not "
+               "counted as a peer.",
                "idle-h2c: KiB/conn = (sum of VmRSS over the proxy's processes with every "
                "connection open − the same before the first) / connections; 'CPU µs/conn' is "
                "the proxy's CPU over the whole setup (accept, preface, SETTINGS)."],
