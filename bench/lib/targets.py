@@ -97,14 +97,8 @@ def _pair_lines(suite, measurements, subject, client, upstream):
                     continue
                 lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds,
                                    limit, higher))
+            lines += _floor_line(suite, measurements, subject, w, "CPU/req")
             a = summarize(measurements, subject, w.key)
-            floor = next((s.name for s in suite.servers if s.floor), None)
-            f = floor and summarize(measurements, floor, w.key)
-            if a and f and a.get("cpu_us") and f.get("cpu_us"):
-                lines.append(_line(f"{w.key} CPU/req", _ratio(a["cpu_us"], f["cpu_us"]),
-                                   f"the floor (a byte relay of {client} both ways)",
-                                   _paired_ratios(measurements, subject, floor, w.key,
-                                                  "cpu_us")))
             b = nginx and summarize(measurements, nginx, w.key)
             if a and b:
                 rounds = _paired_ratios(measurements, subject, nginx, w.key, "rss_mib")
@@ -121,6 +115,19 @@ def _pair_lines(suite, measurements, subject, client, upstream):
             if r is not None and peer is not None:
                 lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds))
     return lines
+
+
+def _floor_line(suite, measurements, subject, w, label):
+    """The subject's CPU on workload w over the floor row's, when both have a figure."""
+    floor = next((s.name for s in suite.servers if s.floor), None)
+    a = summarize(measurements, subject, w.key)
+    f = floor and summarize(measurements, floor, w.key)
+    if not (a and f and a.get("cpu_us") and f.get("cpu_us")):
+        return []
+    what = ("TLS terminated, the plaintext relayed" if w.protocol == "tls"
+            else f"a byte relay of {w.protocol} both ways")
+    return [_line(f"{w.key} {label}", _ratio(a["cpu_us"], f["cpu_us"]), f"the floor ({what})",
+                  _paired_ratios(measurements, subject, floor, w.key, "cpu_us"))]
 
 
 def proxy_targets(suite, measurements):

@@ -42,6 +42,9 @@ H1_HELLO = "HTTP/1.1 keep-alive, GET / (hello)"
 H2C_HELLO = "h2c (prior knowledge), GET / (hello)"
 COUNTER_MC = "HTTP/1.1 keep-alive, GET /?id=1 (counter, memcached store)"
 NOT_MEASURED = "not measured on this workload"
+NEW_CONNECTIONS = ("h2 over TLS, new connections", "TLS full handshakes", "TLS resumed sessions",
+                   "RSA-2048 certificate: TLS full", "TLS 1.2 full handshakes",
+                   "TLS 1.2 resumed sessions")
 VARIANT_HEADINGS = {"portico-nometrics (h1)": (H1_HELLO, f"{H2C_HELLO} -m10",
                                                f"{H2C_HELLO} -m100"),
                     "portico-polled (h1)": (H1_HELLO, f"{H2C_HELLO} -m10")}
@@ -92,6 +95,8 @@ def proxy_na(heading):
           if heading not in headings}
     if heading == COUNTER_MC:
         na.update({name: NO_COUNTER for name in PROXIES if name not in na})
+    elif heading.startswith(NEW_CONNECTIONS):
+        na["floor (relay)"] = "a new connection costs the relay an origin connection too"
     return na
 
 
@@ -519,6 +524,8 @@ class BenchSmokeTest(unittest.TestCase):
         # (On h2 -m10 the smoke's few requests cost the floor less than one clock tick.)
         self.assertRegex(rows_of("HTTP/1.1 over TLS keep-alive", "req/s")[0]["portico (h1)"][
             "CPU/req ÷ floor"], r"^\d+\.\d\d$")
+        self.assertRegex(text, r"(?m)^- tls-h1-hello CPU/req: [\d.]+× the floor \(TLS "
+                               r"terminated, the plaintext relayed\) \(no target\)")
         for heading in (f"{SMOKE_IDLE_CONNECTIONS} idle h2c connections",
                         f"{SMOKE_IDLE_CONNECTIONS} h2c connections idle after one GET",
                         f"{SMOKE_IDLE_CONNECTIONS} h2-over-TLS connections idle after one GET"):
