@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s PORT\n", argv[0]);
     return 2;
   }
+  /* A write to a connection its client has reset is that connection's error (EPIPE), as in
+   * every server, not the end of the floor. */
+  signal(SIGPIPE, SIG_IGN);
   body_fd = memfd_create("floor-body", MFD_CLOEXEC);
   char *fill = malloc(MAX_BODY);
   memset(fill, 'x', MAX_BODY);

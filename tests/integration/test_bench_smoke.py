@@ -8,8 +8,10 @@ design, each with its reason."""
 import os
 import re
 import select
+import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ import harness
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
 BENCH_SCALE = os.path.join(os.path.dirname(BENCH_RUN), "scale")
 RELAY_FLOOR = os.path.join(os.path.dirname(BENCH_RUN), "floor", "relay_floor.c")
+HIT_FLOOR = os.path.join(os.path.dirname(BENCH_RUN), "floor", "hit_floor.c")
 SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 # Every proxy in every upstream mode it has: (row, upstream).
 PROXY_ROWS = (("portico (h1)", "h1"), ("portico-nometrics (h1)", "h1"),
@@ -350,6 +353,44 @@ class BenchSmokeTest(unittest.TestCase):
                 self.assertEqual(len(got), sent[0])
                 self.assertTrue(got == data[:sent[0]], "the relayed bytes differ")
                 self.assertIsNone(relay.poll(), f"the relay exited with {relay.returncode}")
+
+    def test_the_hit_floor_outlives_a_client_that_reset_before_its_answer(self):
+        """bench/floor/hit_floor.c answering a request whose client has reset the connection:
+        the head's send takes the reset, the body's sendfile then meets a closed socket, which
+        must be that connection's error, never SIGPIPE for the server. The server is stopped
+        while the client connects, asks and resets, so all of it is there when it looks."""
+        harness.need("cc")
+        with tempfile.TemporaryDirectory(prefix="portico-hit-floor-") as tmp:
+            binary = os.path.join(tmp, "hit_floor")
+            subprocess.run(["cc", "-O2", "-o", binary, HIT_FLOOR], check=True)
+            port = harness.free_port()
+            server = subprocess.Popen([binary, str(port)])
+            self.addCleanup(server.wait)
+            self.addCleanup(server.kill)
+            harness.wait_until(lambda: harness.port_open("127.0.0.1", port),
+                               what="the hit floor listening")
+            os.kill(server.pid, signal.SIGSTOP)
+            try:
+                gone = socket.create_connection(("127.0.0.1", port), timeout=10)
+                gone.sendall(b"GET /?n=65536 HTTP/1.1\r\nHost: x\r\n\r\n")
+                gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                gone.close()  # a reset
+            finally:
+                os.kill(server.pid, signal.SIGCONT)
+            got = b""
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                    c.sendall(b"GET /?n=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+                    while not got.endswith(b"\r\n\r\nxxx"):
+                        chunk = c.recv(4096)
+                        if not chunk:
+                            break
+                        got += chunk
+            except ConnectionError:
+                pass
+            self.assertIsNone(server.poll(), f"the hit floor exited with {server.returncode}")
+            self.assertTrue(got.startswith(b"HTTP/1.1 200 OK\r\n"), got)
+            self.assertTrue(got.endswith(b"\r\n\r\nxxx"), got)
 
     def test_scale_refuses_a_shape_it_does_not_have(self):
         """A misspelt shape is an error before anything starts, not another shape's table."""
