@@ -39,7 +39,7 @@
 struct side {
   int fd;
   struct side *peer;
-  SSL *ssl;  /* a TLS client's side; NULL for plaintext, and for the origin's side */
+  SSL *ssl;        /* a TLS client's side; NULL for plaintext, and for the origin's side */
   int ready;       /* the handshake is done (always, without TLS) */
   int hs_write;    /* the handshake waits to write */
   unsigned events; /* what epoll watches for: 0 when it does not hold the socket */
@@ -139,7 +139,8 @@ static int drain(struct side *from) {
   return 0;
 }
 
-/* Moves the TLS handshake of s on: 1 once it is done, 0 while it waits for the socket. */
+/* Moves the TLS handshake of s on: 1 once it is done; 0 while it waits for the socket, or
+ * when it failed (the pair is closed then). */
 static int handshake(struct side *s) {
   int r = SSL_do_handshake(s->ssl);
   int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s->ssl, r);
