@@ -280,7 +280,8 @@ class BenchSmokeTest(unittest.TestCase):
             relay, _, tls_port = self.start_relay_floor(tmp, path)
             ctx = self.tls_client()
             ctx.set_alpn_protocols(["h2", "http/1.1"])
-            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", tls_port))) as c:
+            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", tls_port),
+                                                          timeout=10)) as c:
                 self.assertEqual(c.selected_alpn_protocol(), "h2")
             ctx, session = self.tls_client(), None
             for resumed in (False, True):
@@ -560,7 +561,7 @@ class BenchSmokeTest(unittest.TestCase):
             self.assertEqual(resumed12[name]["resumed %"], "100", f"tls-resumed-tls12 {name}")
             self.assertEqual(full12[name]["resumed %"], "0", f"tls-full-tls12 {name}")
         for heading in ("HTTP/1.1 over TLS keep-alive", "h2 over TLS (ALPN), -m10"):
-            rows, ran = rows_of(heading, "req/s")
+            _, ran = rows_of(heading, "req/s")
             self.assertIn("floor (relay)", ran, heading)
         # (On h2 -m10 the smoke's few requests cost the floor less than one clock tick.)
         self.assertRegex(rows_of("HTTP/1.1 over TLS keep-alive", "req/s")[0]["portico (h1)"][
