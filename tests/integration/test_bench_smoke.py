@@ -10,6 +10,7 @@ import re
 import select
 import signal
 import socket
+import socketserver
 import ssl
 import struct
 import subprocess
@@ -392,6 +393,62 @@ class BenchSmokeTest(unittest.TestCase):
             self.assertIsNone(server.poll(), f"the hit floor exited with {server.returncode}")
             self.assertTrue(got.startswith(b"HTTP/1.1 200 OK\r\n"), got)
             self.assertTrue(got.endswith(b"\r\n\r\nxxx"), got)
+
+    def test_every_proxy_forwards_the_request_with_no_field_added(self):
+        """Like with like: each proxy's bench config (bench/peers/) sends the origin the client's
+        fields and no more. Four of them add some by default (Portico X-Forwarded-For,
+        X-Forwarded-Proto, Forwarded and X-Request-Id; h2o X-Forwarded-For, -Proto and Via;
+        nghttpx Via and X-Forwarded-Proto; Caddy X-Forwarded-For, -Host, -Proto and
+        Accept-Encoding), which is work, and work for the origin, that the others do not do."""
+        harness.need("nginx", "haproxy", "h2o", "nghttpx", "caddy", "curl", "openssl")
+        sys.path.insert(0, os.path.dirname(BENCH_RUN))
+        from lib.proxies import Caddy, H2o, HAProxy, NginxProxy, Nghttpx, Origin, PorticoProxy
+        from lib.servers import make_certificate
+
+        heads = []
+
+        class Recorder(socketserver.StreamRequestHandler):
+            def handle(self):  # each request's field names, answered 200 on the connection
+                while line := self.rfile.readline():
+                    names = []
+                    while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                        names.append(line.split(b":")[0].decode().lower())
+                    heads.append(names)
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+        with tempfile.TemporaryDirectory(prefix="portico-bench-fields-") as tmp:
+            path = os.path.join(tmp, "origin.sock")
+            origin = socketserver.ThreadingUnixStreamServer(path, Recorder)
+            origin.daemon_threads = True
+            self.addCleanup(origin.server_close)
+            threading.Thread(target=origin.serve_forever, daemon=True).start()
+            self.addCleanup(origin.shutdown)
+            tls = make_certificate(tmp)
+            specs = [PorticoProxy(os.path.join(harness.BUILD_DIR, "proxy", "portico")),
+                     NginxProxy(), HAProxy(), H2o(), Nghttpx(), Caddy()]
+            for spec in specs:
+                with self.subTest(spec.name):
+                    spec.origin, spec.tls = Origin.of(path), tls
+                    workdir = os.path.join(tmp, spec.key)
+                    os.makedirs(workdir)
+                    server = spec.start(workdir, 0)
+                    try:
+                        over_tls = "h1" not in server.ports  # Caddy: TLS only
+                        port = server.ports["tls" if over_tls else "h1"]
+                        url = f"{'https://localhost' if over_tls else 'http://127.0.0.1'}:{port}/"
+                        harness.wait_until(lambda: harness.port_open("127.0.0.1", port),
+                                           what=f"{spec.name} listening")
+                        heads.clear()
+                        harness.wait_until(
+                            lambda: subprocess.run(
+                                ["curl", "-sk", "-o", "/dev/null", "--resolve",
+                                 f"localhost:{port}:127.0.0.1", url],
+                                timeout=10).returncode == 0 and heads,
+                            what=f"a request through {spec.name}")
+                        added = set(heads[-1]) - {"host", "user-agent", "accept", "connection"}
+                        self.assertEqual(added, set(), f"{spec.name} added fields")
+                    finally:
+                        server.stop()
 
     def test_scale_refuses_a_shape_it_does_not_have(self):
         """A misspelt shape is an error before anything starts, not another shape's table."""
