@@ -5,6 +5,8 @@ The three suites and the proxy suite's second origin together take about 70 s on
 whose config `portico -t` rejects) only reads n/a in the report and bench exits 0: here it fails
 the test, as a missing program does; the only n/a cells accepted are those bench writes by
 design, each with its reason."""
+import importlib.machinery
+import importlib.util
 import os
 import re
 import select
@@ -394,6 +396,52 @@ class BenchSmokeTest(unittest.TestCase):
             self.assertTrue(got.startswith(b"HTTP/1.1 200 OK\r\n"), got)
             self.assertTrue(got.endswith(b"\r\n\r\nxxx"), got)
 
+    def recording_origin(self, path):
+        """An HTTP/1.1 origin on the unix socket path that answers 200 to every request and
+        records each one's field names (lower case): the list it returns."""
+        heads = []
+
+        class Recorder(socketserver.StreamRequestHandler):
+            def handle(self):
+                while self.rfile.readline():
+                    names = []
+                    while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                        names.append(line.split(b":")[0].decode().lower())
+                    heads.append(names)
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+        origin = socketserver.ThreadingUnixStreamServer(path, Recorder)
+        origin.daemon_threads = True
+        self.addCleanup(origin.server_close)
+        threading.Thread(target=origin.serve_forever, daemon=True).start()
+        self.addCleanup(origin.shutdown)
+        return heads
+
+    def test_the_scale_suites_portico_adds_no_field_either(self):
+        """bench/scale writes its own Portico config, compared with nginx, which adds no field
+        to the request: Portico's must not either (see the test above)."""
+        loader = importlib.machinery.SourceFileLoader("bench_scale", BENCH_SCALE)
+        scale = importlib.util.module_from_spec(
+            importlib.util.spec_from_file_location(loader.name, BENCH_SCALE, loader=loader))
+        loader.exec_module(scale)
+        with tempfile.TemporaryDirectory(prefix="portico-scale-fields-") as tmp:
+            path = os.path.join(tmp, "origin.sock")
+            heads = self.recording_origin(path)
+            port, admin_port = harness.free_port(), harness.free_port()
+            conf = os.path.join(tmp, "portico.toml")
+            with open(conf, "w") as f:
+                f.write(scale.portico_config("connections", 1, port, admin_port, path, None))
+            proxy = subprocess.Popen([os.path.join(harness.BUILD_DIR, "proxy", "portico"), "-c",
+                                      conf])
+            self.addCleanup(proxy.wait)
+            self.addCleanup(proxy.terminate)
+            harness.wait_until(lambda: harness.port_open("127.0.0.1", port),
+                               what="portico listening")
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                c.sendall(b"GET / HTTP/1.1\r\nHost: scale.example\r\n\r\n")
+                self.assertTrue(c.recv(4096).startswith(b"HTTP/1.1 200"))
+            self.assertEqual(set(heads[-1]) - {"host"}, set(), "fields Portico added")
+
     def test_every_proxy_forwards_the_request_with_no_field_added(self):
         """Like with like: each proxy's bench config (bench/peers/) sends the origin the client's
         fields and no more. Four of them add some by default (Portico X-Forwarded-For,
@@ -405,24 +453,9 @@ class BenchSmokeTest(unittest.TestCase):
         from lib.proxies import Caddy, H2o, HAProxy, NginxProxy, Nghttpx, Origin, PorticoProxy
         from lib.servers import make_certificate
 
-        heads = []
-
-        class Recorder(socketserver.StreamRequestHandler):
-            def handle(self):  # each request's field names, answered 200 on the connection
-                while line := self.rfile.readline():
-                    names = []
-                    while (line := self.rfile.readline()) not in (b"\r\n", b""):
-                        names.append(line.split(b":")[0].decode().lower())
-                    heads.append(names)
-                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-
         with tempfile.TemporaryDirectory(prefix="portico-bench-fields-") as tmp:
             path = os.path.join(tmp, "origin.sock")
-            origin = socketserver.ThreadingUnixStreamServer(path, Recorder)
-            origin.daemon_threads = True
-            self.addCleanup(origin.server_close)
-            threading.Thread(target=origin.serve_forever, daemon=True).start()
-            self.addCleanup(origin.shutdown)
+            heads = self.recording_origin(path)
             tls = make_certificate(tmp)
             specs = [PorticoProxy(os.path.join(harness.BUILD_DIR, "proxy", "portico")),
                      NginxProxy(), HAProxy(), H2o(), Nghttpx(), Caddy()]
