@@ -364,10 +364,9 @@ class RelayFloor(ProxySpec):
     programs = ("cc",)
     protocols = ("h1", "h2c", "tls")
     # It connects to the origin for each client connection, which a pooling proxy does not:
-    # what a new connection costs has no floor here.
+    # what a new connection costs (the workloads of those kinds) has no floor here.
     not_applicable = {**ProxySpec.not_applicable, **dict.fromkeys(
-        ("tls-h2-new", "tls-full", "tls-resumed", "tls-full-rsa", "tls-full-tls12",
-         "tls-resumed-tls12"), "a new connection costs the relay an origin connection too")}
+        ("tls-new", "tls-conns"), "a new connection costs the relay an origin connection too")}
     peer = False
     floor = True
 

@@ -309,7 +309,7 @@ class ServerSpec:
     protocols = ("h1",)
     apps = ("hello",)
     expected_children = 0
-    not_applicable = {}  # workload key, protocol or app -> reason
+    not_applicable = {}  # workload key, kind, protocol or app -> reason
     only_workloads = None
     peer = True  # False: shown beside the peers, never the best peer a ratio divides by
     floor = False  # True: the floor row, what the "÷ floor" column divides by
@@ -328,14 +328,16 @@ class ServerSpec:
         if self.only_workloads is not None and workload.key not in self.only_workloads:
             return False
         return (self.unavailable() is None and workload.protocol in self.protocols
-                and workload.app in self.apps and workload.key not in self.not_applicable)
+                and workload.app in self.apps and workload.key not in self.not_applicable
+                and workload.kind not in self.not_applicable)
 
     def why_not(self, workload):
         if self.unavailable():
             return self.unavailable()
         if self.only_workloads is not None and workload.key not in self.only_workloads:
             return "not measured on this workload"
-        return (self.not_applicable.get(workload.key) or self.not_applicable.get(workload.protocol)
+        return (self.not_applicable.get(workload.key) or self.not_applicable.get(workload.kind)
+                or self.not_applicable.get(workload.protocol)
                 or self.not_applicable.get(workload.app) or "not supported")
 
     def version(self):

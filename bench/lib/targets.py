@@ -97,8 +97,8 @@ def _pair_lines(suite, measurements, subject, client, upstream):
                     continue
                 lines.append(_line(f"{w.key} {label}", r, f"best peer {peer}", rounds,
                                    limit, higher))
-            lines += _floor_line(suite, measurements, subject, w, "CPU/req")
             a = summarize(measurements, subject, w.key)
+            lines += _floor_line(suite, measurements, subject, w, a)
             b = nginx and summarize(measurements, nginx, w.key)
             if a and b:
                 rounds = _paired_ratios(measurements, subject, nginx, w.key, "rss_mib")
@@ -117,16 +117,16 @@ def _pair_lines(suite, measurements, subject, client, upstream):
     return lines
 
 
-def _floor_line(suite, measurements, subject, w, label):
-    """The subject's CPU on workload w over the floor row's, when both have a figure."""
+def _floor_line(suite, measurements, subject, w, a):
+    """The subject's CPU per request on workload w (a: its summary) over the floor row's, when
+    both have a figure."""
     floor = next((s.name for s in suite.servers if s.floor), None)
-    a = summarize(measurements, subject, w.key)
     f = floor and summarize(measurements, floor, w.key)
     if not (a and f and a.get("cpu_us") and f.get("cpu_us")):
         return []
     what = ("TLS terminated, the plaintext relayed" if w.protocol == "tls"
             else f"a byte relay of {w.protocol} both ways")
-    return [_line(f"{w.key} {label}", _ratio(a["cpu_us"], f["cpu_us"]), f"the floor ({what})",
+    return [_line(f"{w.key} CPU/req", _ratio(a["cpu_us"], f["cpu_us"]), f"the floor ({what})",
                   _paired_ratios(measurements, subject, floor, w.key, "cpu_us"))]
 
 
