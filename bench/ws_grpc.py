@@ -38,11 +38,15 @@ def log(msg):
 
 
 # ---- the proxies: config text for (workdir, port, origin port, workload, admin port) -------
+# Each forwards the request with no field added (bench/README.md, "Like with like"): Portico,
+# nghttpx and h2o add some by default, nginx and HAProxy none.
 def portico_cfg(d, port, origin, kind, admin):
-    return (f'[server]\nworkers = 1\n\n[[listener]]\naddress = "127.0.0.1:{port}"\n\n[admin]\n'
-            f'address = "127.0.0.1:{admin}"\n\n[[cluster]]\nname = "origin"\nendpoints = '
-            f'["127.0.0.1:{origin}"]\nprotocol = "{"h2c" if kind == "grpc" else "http1"}"\n'
-            'idle_timeout = 60\n\n[[route]]\npath_prefix = "/"\ncluster = "origin"\n'
+    return (f'[server]\nworkers = 1\nforwarded = false\nrequest_id_header = ""\n\n'
+            f'[[listener]]\naddress = "127.0.0.1:{port}"\n\n'
+            f'[admin]\naddress = "127.0.0.1:{admin}"\n\n'
+            f'[[cluster]]\nname = "origin"\nendpoints = ["127.0.0.1:{origin}"]\n'
+            f'protocol = "{"h2c" if kind == "grpc" else "http1"}"\nidle_timeout = 60\n\n'
+            '[[route]]\npath_prefix = "/"\ncluster = "origin"\n'
             + ("websocket = true\n" if kind == "ws" else ""))
 
 
@@ -72,7 +76,8 @@ def haproxy_cfg(d, port, origin, kind, admin):
 
 def nghttpx_cfg(d, port, origin, kind, admin):
     return (f"frontend=127.0.0.1,{port};no-tls\nbackend=127.0.0.1,{origin};;proto="
-            f"{'h2' if kind == 'grpc' else 'http/1.1'}\nworkers=1\nno-ocsp=yes\n"
+            f"{'h2' if kind == 'grpc' else 'http/1.1'}\nworkers=1\nno-ocsp=yes\nno-via=yes\n"
+            "no-add-x-forwarded-proto=yes\n"
             f"pid-file={d}/nghttpx.pid\nerrorlog-file={d}/error.log\n")
 
 
@@ -80,7 +85,8 @@ def h2o_cfg(d, port, origin, kind, admin):
     return (f"num-threads: 1\nuser: root\npid-file: {d}/h2o.pid\nerror-log: {d}/error.log\n"
             f"listen:\n  host: 127.0.0.1\n  port: {port}\nhosts:\n  default:\n    paths:\n"
             f"      /:\n        proxy.reverse.url: http://127.0.0.1:{origin}/\n"
-            "        proxy.websocket: ON\n        proxy.websocket.timeout: 60000\n")
+            "        proxy.websocket: ON\n        proxy.websocket.timeout: 60000\n"
+            "proxy.emit-x-forwarded-headers: OFF\nproxy.emit-via-header: OFF\n")
 
 
 def nginx_argv(b, c):

@@ -26,6 +26,8 @@ import harness
 BENCH_RUN = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "run")
 BENCH_SCALE = os.path.join(os.path.dirname(BENCH_RUN), "scale")
 RELAY_FLOOR = os.path.join(os.path.dirname(BENCH_RUN), "floor", "relay_floor.c")
+BENCH_COMPRESSION = os.path.join(os.path.dirname(BENCH_RUN), "compression")
+BENCH_WS_GRPC = os.path.join(os.path.dirname(BENCH_RUN), "ws_grpc.py")
 HIT_FLOOR = os.path.join(os.path.dirname(BENCH_RUN), "floor", "hit_floor.c")
 SERVERS = ("portico-backend", "nginx", "h2o", "starman")
 # Every proxy in every upstream mode it has: (row, upstream).
@@ -417,20 +419,24 @@ class BenchSmokeTest(unittest.TestCase):
         self.addCleanup(origin.shutdown)
         return heads
 
-    def test_the_scale_suites_portico_adds_no_field_either(self):
-        """bench/scale writes its own Portico config, compared with nginx, which adds no field
-        to the request: Portico's must not either (see the test above)."""
-        loader = importlib.machinery.SourceFileLoader("bench_scale", BENCH_SCALE)
-        scale = importlib.util.module_from_spec(
-            importlib.util.spec_from_file_location(loader.name, BENCH_SCALE, loader=loader))
-        loader.exec_module(scale)
-        with tempfile.TemporaryDirectory(prefix="portico-scale-fields-") as tmp:
+    def load_bench_tool(self, path):
+        """A bench tool (a script without .py) as a module."""
+        loader = importlib.machinery.SourceFileLoader(os.path.basename(path), path)
+        module = importlib.util.module_from_spec(
+            importlib.util.spec_from_file_location(loader.name, path, loader=loader))
+        loader.exec_module(module)
+        return module
+
+    def assert_portico_adds_no_field(self, config):
+        """Runs Portico with config(port, admin port, origin socket) in front of the recording
+        origin: the request must reach it with no field but the client's."""
+        with tempfile.TemporaryDirectory(prefix="portico-bench-fields-") as tmp:
             path = os.path.join(tmp, "origin.sock")
             heads = self.recording_origin(path)
             port, admin_port = harness.free_port(), harness.free_port()
             conf = os.path.join(tmp, "portico.toml")
             with open(conf, "w") as f:
-                f.write(scale.portico_config("connections", 1, port, admin_port, path, None))
+                f.write(config(port, admin_port, path))
             proxy = subprocess.Popen([os.path.join(harness.BUILD_DIR, "proxy", "portico"), "-c",
                                       conf])
             self.addCleanup(proxy.wait)
@@ -438,9 +444,99 @@ class BenchSmokeTest(unittest.TestCase):
             harness.wait_until(lambda: harness.port_open("127.0.0.1", port),
                                what="portico listening")
             with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
-                c.sendall(b"GET / HTTP/1.1\r\nHost: scale.example\r\n\r\n")
+                c.sendall(b"GET / HTTP/1.1\r\nHost: bench.example\r\n\r\n")
                 self.assertTrue(c.recv(4096).startswith(b"HTTP/1.1 200"))
             self.assertEqual(set(heads[-1]) - {"host"}, set(), "fields Portico added")
+
+    def test_the_scale_suites_portico_adds_no_field_either(self):
+        """bench/scale writes its own Portico config, compared with nginx, which adds no field
+        to the request: Portico's must not either (see the test below)."""
+        scale = self.load_bench_tool(BENCH_SCALE)
+        self.assert_portico_adds_no_field(
+            lambda port, admin, path: scale.portico_config("connections", 1, port, admin, path,
+                                                           None))
+
+    def test_the_compression_suites_portico_adds_no_field_either(self):
+        """bench/compression's Portico config, compared with nginx's, which adds none."""
+        compression = self.load_bench_tool(BENCH_COMPRESSION)
+        self.assert_portico_adds_no_field(compression.portico_config)
+
+    def recording_tcp_origin(self):
+        """Like recording_origin, on a loopback TCP port (its number is returned with the
+        list), and speaking h2c as well (prior knowledge, as gRPC's upstreams do)."""
+        import h2.config
+        import h2.connection
+        import h2.events
+        heads = []
+
+        class Recorder(socketserver.StreamRequestHandler):
+            def handle(self):
+                if self.rfile.peek(1)[:1] == b"P":  # the h2 preface
+                    return self.handle_h2()
+                while self.rfile.readline():
+                    names = []
+                    while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                        names.append(line.split(b":")[0].decode().lower())
+                    heads.append(names)
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+            def handle_h2(self):
+                conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+                conn.initiate_connection()
+                self.wfile.write(conn.data_to_send())
+                while data := self.rfile.read1(65536):
+                    for event in conn.receive_data(data):
+                        if isinstance(event, h2.events.RequestReceived):
+                            heads.append([n.decode().lower() for n, _ in event.headers
+                                          if not n.startswith(b":")])
+                        if isinstance(event, h2.events.StreamEnded):
+                            conn.send_headers(event.stream_id, [(":status", "200")])
+                            conn.send_data(event.stream_id, b"hello", end_stream=True)
+                    self.wfile.write(conn.data_to_send())
+
+        origin = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Recorder)
+        origin.daemon_threads = True
+        self.addCleanup(origin.server_close)
+        threading.Thread(target=origin.serve_forever, daemon=True).start()
+        self.addCleanup(origin.shutdown)
+        return origin.server_address[1], heads
+
+    def test_the_ws_grpc_proxies_add_no_field_either(self):
+        """bench/ws_grpc.py writes its own configs: on each workload (a plain request on the
+        WebSocket one; a call over h2c on gRPC's, where every call pays for a field) each
+        proxy sends the origin the client's fields and no more."""
+        harness.need("nginx", "haproxy", "h2o", "nghttpx", "curl")
+        sys.path.insert(0, os.path.dirname(BENCH_RUN))
+        ws_grpc = self.load_bench_tool(BENCH_WS_GRPC)
+        origin_port, heads = self.recording_tcp_origin()
+        portico = os.path.join(harness.BUILD_DIR, "proxy", "portico")
+        with tempfile.TemporaryDirectory(prefix="portico-ws-grpc-fields-") as tmp:
+            for name, proxy in ws_grpc.PROXIES.items():
+                for kind in ("ws", "grpc"):
+                    if proxy.upstream[kind].startswith("n/a"):
+                        continue
+                    with self.subTest(f"{name} {kind}"):
+                        workdir = tempfile.mkdtemp(prefix=f"{name}-{kind}-", dir=tmp)
+                        port, conf = harness.free_port(), os.path.join(workdir, f"{name}.conf")
+                        with open(conf, "w") as f:
+                            f.write(proxy.cfg(workdir, port, origin_port, kind,
+                                              harness.free_port()))
+                        server = ws_grpc.RunningServer(
+                            ws_grpc.Spec(name, proxy.expected_children),
+                            proxy.argv(portico, conf), workdir, {"h1": port}, None)
+                        try:
+                            server.wait_ready(timeout=15)
+                            heads.clear()
+                            over = ["--http2-prior-knowledge", "-d", "x"] if kind == "grpc" else []
+                            subprocess.run(["curl", "-sf", "-o", "/dev/null", *over,
+                                            f"http://127.0.0.1:{port}/"], timeout=10, check=True)
+                            self.assertTrue(heads, f"no request reached the origin via {name}")
+                            added = set(heads[-1]) - {"host", "user-agent", "accept",
+                                                      "connection", "content-length",
+                                                      "content-type", "te"}
+                            self.assertEqual(added, set(), f"{name} added fields on {kind}")
+                        finally:
+                            server.stop()
 
     def test_every_proxy_forwards_the_request_with_no_field_added(self):
         """Like with like: each proxy's bench config (bench/peers/) sends the origin the client's
