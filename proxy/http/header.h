@@ -31,13 +31,20 @@ inline bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// s without the optional whitespace (spaces and tabs, RFC 9110 5.6.3) around it.
-inline std::string_view trim_ows(std::string_view s) {
+// s without the optional whitespace (spaces and tabs, RFC 9110 5.6.3) before it, after it, or
+// around it.
+inline std::string_view trim_ows_front(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
+  return s;
+}
+inline std::string_view trim_ows_back(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
+}
+inline std::string_view trim_ows(std::string_view s) {
+  return trim_ows_back(trim_ows_front(s));
 }
 
 // RFC 9110 5.6.2: a token is one or more tchar (letters, digits and !#$%&'*+-.^_`|~), as field

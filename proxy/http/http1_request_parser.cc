@@ -88,6 +88,9 @@ size_t Http1RequestParser::feed(const char* data, size_t len) {
     return len;
   buf_end_ = data + len;
   scan_pos_ = data;
+  // A head that begins here, at its request line (leading empty lines are llhttp's).
+  bool fresh = !in_message_ && !llhttp_closing_ && scanner_.scanning() &&
+               scanner_.section_bytes() == 0 && data[0] >= 'A' && data[0] <= 'Z';
   if (scanner_.scanning()) {
     scan_pos_ += scanner_.scan(data, len);
     if (scanner_.failed()) {
@@ -95,6 +98,9 @@ size_t Http1RequestParser::feed(const char* data, size_t len) {
       return 0;
     }
   }
+  if (fresh && scanner_.done())
+    if (long n = fast_head(data, static_cast<size_t>(scan_pos_ - data)); n >= 0)
+      return static_cast<size_t>(n);
   const char* from = data;
   for (;;) {
     llhttp_errno_t rc = llhttp_execute(&parser_, from, static_cast<size_t>(buf_end_ - from));
@@ -134,15 +140,18 @@ void Http1RequestParser::resume() {
 }
 
 int Http1RequestParser::on_message_begin(llhttp_t* p) {
-  auto* s = self(p);
-  s->head_.clear();
-  s->arena_.reset();
-  s->field_ = s->value_ = {};
-  s->trailers_.clear();
-  s->in_message_ = true;
-  s->in_head_ = true;
-  s->head_bytes_ = 0;
-  s->body_bytes_ = 0;
+  return self(p)->begin_message();
+}
+
+int Http1RequestParser::begin_message() {
+  head_.clear();
+  arena_.reset();
+  field_ = value_ = {};
+  trailers_.clear();
+  in_message_ = true;
+  in_head_ = true;
+  head_bytes_ = 0;
+  body_bytes_ = 0;
   return 0;
 }
 
@@ -203,7 +212,15 @@ int Http1RequestParser::on_headers_complete(llhttp_t* p) {
   if (!s->scanner_.done())
     return s->fail(ParseError::BAD_REQUEST, "ambiguous request head");
   s->head_bytes_ = s->scanner_.section_bytes();
-  if (s->check_head() != 0)
+  Framing f;
+  f.major = p->http_major;
+  f.minor = p->http_minor;
+  f.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+  f.keep_alive = llhttp_should_keep_alive(p);
+  f.chunked = (p->flags & F_CHUNKED) != 0;
+  f.has_length = (p->flags & F_CONTENT_LENGTH) != 0;
+  f.length = p->content_length;
+  if (s->check_head(f) != 0)
     return HPE_USER;
   s->in_head_ = false;
   if (s->head_.chunked) {
@@ -220,15 +237,15 @@ int Http1RequestParser::on_headers_complete(llhttp_t* p) {
   return 0;
 }
 
-int Http1RequestParser::check_head() {
+int Http1RequestParser::check_head(const Framing& fr) {
   auto& h = head_;
-  if (parser_.http_major != 1 || parser_.http_minor > 1)
+  if (fr.major != 1 || fr.minor > 1)
     return fail(ParseError::BAD_VERSION, "unsupported HTTP version");
-  h.version = parser_.http_minor == 0 ? Version::HTTP_1_0 : Version::HTTP_1_1;
-  h.method = llhttp_method_name(static_cast<llhttp_method_t>(parser_.method));
+  h.version = fr.minor == 0 ? Version::HTTP_1_0 : Version::HTTP_1_1;
+  h.method = fr.method;
   h.scheme = "http";
-  h.keep_alive = llhttp_should_keep_alive(&parser_);
-  if (check_framing() != 0)
+  h.keep_alive = fr.keep_alive;
+  if (check_framing(fr) != 0)
     return HPE_USER;
   int hosts = 0;
   for (const auto& f : h.headers) {
@@ -251,7 +268,7 @@ int Http1RequestParser::check_head() {
 // Content-Length and Transfer-Encoding, the two ways to read a body differently: llhttp
 // already refuses both together, repeated or malformed Content-Length, and a chunked that is
 // not the final coding.
-int Http1RequestParser::check_framing() {
+int Http1RequestParser::check_framing(const Framing& fr) {
   auto& h = head_;
   bool te = false;
   for (const auto& f : h.headers) {
@@ -264,14 +281,14 @@ int Http1RequestParser::check_framing() {
                   "unsupported transfer coding");
     te = true;
   }
-  h.chunked = (parser_.flags & F_CHUNKED) != 0;
+  h.chunked = fr.chunked;
   if (te != h.chunked)
     return fail(ParseError::BAD_REQUEST, "ambiguous Transfer-Encoding");
   // An HTTP/1.0 message with Transfer-Encoding has faulty framing (RFC 9112 6.1).
   if (te && h.version == Version::HTTP_1_0)
     return fail(ParseError::BAD_REQUEST, "Transfer-Encoding in an HTTP/1.0 request");
-  if (parser_.flags & F_CONTENT_LENGTH)
-    h.content_length = static_cast<int64_t>(parser_.content_length);
+  if (fr.has_length)
+    h.content_length = static_cast<int64_t>(fr.length);
   if (h.method == "CONNECT" && h.has_body())
     return fail(ParseError::BAD_REQUEST, "CONNECT with a body");
   if (limits_.max_body_bytes >= 0 && h.content_length > limits_.max_body_bytes)
@@ -342,13 +359,18 @@ int Http1RequestParser::on_message_complete(llhttp_t* p) {
   auto* s = self(p);
   if (s->head_.chunked && !s->scanner_.done())
     return s->fail(ParseError::BAD_REQUEST, "ambiguous chunked framing");
-  s->in_message_ = false;
-  s->in_head_ = true;
-  s->closed_ = !s->head_.keep_alive;
-  s->scanner_.start_head(s->limits_.max_header_bytes);
-  if (!s->trailers_.empty())
-    s->sink_.on_request_trailers(s->trailers_);
-  s->sink_.on_request_end();
+  s->llhttp_closing_ = !llhttp_should_keep_alive(p);
+  return s->end_message();
+}
+
+int Http1RequestParser::end_message() {
+  in_message_ = false;
+  in_head_ = true;
+  closed_ = !head_.keep_alive;
+  scanner_.start_head(limits_.max_header_bytes);
+  if (!trailers_.empty())
+    sink_.on_request_trailers(trailers_);
+  sink_.on_request_end();
   return HPE_PAUSED;
 }
 

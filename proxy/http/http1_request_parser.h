@@ -69,11 +69,29 @@ private:
   static int on_message_complete(llhttp_t* p);
   static const llhttp_settings_t* settings();
 
+  // What the start line and the framing fields said, as llhttp or the fast path read them.
+  struct Framing {
+    uint8_t major = 1, minor = 1;
+    std::string_view method;
+    bool keep_alive = true;
+    bool chunked = false;    // Transfer-Encoding ends in chunked
+    bool has_length = false; // a Content-Length
+    uint64_t length = 0;
+  };
+
   int fail(ParseError e, const char* reason);
   int finish_field();
-  int check_head();
+  int check_head(const Framing& f);
   int check_target();
-  int check_framing();
+  int check_framing(const Framing& f);
+  // The common request read without llhttp (http1_request_fast_head.cc): the whole head of
+  // head_len bytes is in data and the scanner has accepted it. Returns the bytes consumed, or
+  // -1, with nothing changed that llhttp would not reset, when llhttp must read it.
+  long fast_head(const char* data, size_t head_len);
+  long decline();
+  // After a request's head: where the llhttp and the fast path share their last steps.
+  int begin_message();
+  int end_message();
 
   llhttp_t parser_;
   Http1StrictScanner scanner_;
@@ -90,6 +108,10 @@ private:
   bool in_head_ = true; // fields go to the head; after it, they are trailers
   bool paused_ = false;
   bool closed_ = false; // a request without keep-alive ended: no more requests
+  // llhttp took the connection as closing after the last request (a Connection field among its
+  // trailers) where its head had not: llhttp reads what follows as it did before the fast path
+  // existed, and the fast path leaves it to llhttp.
+  bool llhttp_closing_ = false;
   size_t head_bytes_ = 0;
   int64_t body_bytes_ = 0;
   ParseError error_ = ParseError::NONE;

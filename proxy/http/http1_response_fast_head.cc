@@ -22,18 +22,6 @@ bool has_upper(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
 }
 
-std::string_view trim_front(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-    v.remove_prefix(1);
-  return v;
-}
-
-std::string_view trim_back(std::string_view v) {
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-    v.remove_suffix(1);
-  return v;
-}
-
 } // namespace
 
 long Http1ResponseParser::fast_head(const char* data, size_t len, size_t head_len) {
@@ -60,8 +48,8 @@ long Http1ResponseParser::fast_head(const char* data, size_t len, size_t head_le
     // As llhttp reads it: without its leading whitespace. The framing fields are judged on
     // that (trailing whitespace in them is llhttp's to judge); every value is passed on
     // without its trailing whitespace as well.
-    std::string_view raw = trim_front({colon + 1, static_cast<size_t>(cr - colon - 1)});
-    std::string_view value = trim_back(raw);
+    std::string_view raw = trim_ows_front({colon + 1, static_cast<size_t>(cr - colon - 1)});
+    std::string_view value = trim_ows_back(raw);
     line = cr + 2;
     if (has_upper(name)) {
       char* lowered = arena_.allocate(name.size());
