@@ -42,8 +42,10 @@ long Http1RequestParser::fast_head(const char* data, size_t head_len) {
   for (const auto& k : kMethods)
     if (k.wire == method)
       m = &k;
-  if (!m || target.empty() || target[0] != '/' || target.size() > limits_.max_uri_bytes ||
-      (version != "HTTP/1.1" && version != "HTTP/1.0"))
+  const Http1StrictScanner::Mark* marks = scanner_.marks();
+  size_t fields = scanner_.mark_count();
+  if (!m || !marks || fields > limits_.max_headers || target.empty() || target[0] != '/' ||
+      target.size() > limits_.max_uri_bytes || (version != "HTTP/1.1" && version != "HTTP/1.0"))
     return -1;
 
   begin_message();
@@ -51,25 +53,22 @@ long Http1RequestParser::fast_head(const char* data, size_t head_len) {
   // there in place.
   char* copy = arena_.allocate(head_len);
   std::memcpy(copy, data, head_len);
-  const char* end = copy + head_len - 2; // the empty line's CRLF
-  const char* p = copy + line.size() + 2;
   head_.target = {copy + sp1 + 1, target.size()};
   int connection = 0; // 0 none, 1 close, 2 keep-alive
-  while (p < end) {
-    // Every line ends in CRLF and holds no other CR (the scanner), and a field line has a colon.
-    const char* cr =
-        static_cast<const char*>(std::memchr(p, '\r', static_cast<size_t>(end - p) + 2));
-    char* name = const_cast<char*>(p);
-    const char* colon = static_cast<const char*>(std::memchr(p, ':', static_cast<size_t>(cr - p)));
-    size_t name_len = static_cast<size_t>(colon - p);
+  size_t from = line.size() + 2;
+  for (const auto* k = marks; k < marks + fields; ++k) {
+    // The scanner's marks: each field line runs from the end of the last one to its CR, and
+    // has its colon where marked.
+    char* name = copy + from;
+    size_t name_len = k->colon - from;
     for (size_t i = 0; i < name_len; ++i)
       name[i] = ascii_lower(name[i]);
     std::string_view n(name, name_len);
     // As llhttp reads a value: without its leading whitespace; the framing fields are judged
     // on that (trailing whitespace in them is llhttp's to judge), and every value is passed on
     // without its trailing whitespace as well (finish_field).
-    std::string_view raw = trim_ows_front({colon + 1, static_cast<size_t>(cr - colon - 1)});
-    p = cr + 2;
+    std::string_view raw = trim_ows_front({copy + k->colon + 1, k->cr - k->colon - 1});
+    from = k->cr + 2;
     if (n == "content-length" || n == "transfer-encoding" || n == "upgrade" ||
         n == "proxy-connection")
       return decline();
@@ -80,8 +79,6 @@ long Http1RequestParser::fast_head(const char* data, size_t head_len) {
       if (connection < 0)
         return decline();
     }
-    if (head_.headers.size() >= limits_.max_headers)
-      return decline();
     head_.headers.push_back({n, trim_ows_back(raw)});
   }
   Framing f;

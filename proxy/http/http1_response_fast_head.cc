@@ -31,8 +31,11 @@ long Http1ResponseParser::fast_head(const char* data, size_t len, size_t head_le
   int status = (data[9] - '0') * 100 + (data[10] - '0') * 10 + (data[11] - '0');
   if (status < 200 || status == 101)
     return -1;
-  const char* end = data + head_len - 2; // the empty line's CRLF
-  const char* line = static_cast<const char*>(std::memchr(data, '\r', head_len)) + 2;
+  const Http1StrictScanner::Mark* marks = scanner_.marks();
+  if (!marks)
+    return -1;
+  size_t from =
+      static_cast<size_t>(static_cast<const char*>(std::memchr(data, '\r', head_len)) - data) + 2;
   auto& h = head_;
   h.clear();
   h.status = status;
@@ -40,17 +43,16 @@ long Http1ResponseParser::fast_head(const char* data, size_t len, size_t head_le
   int cl_fields = 0;
   int64_t length = -1;
   int connection = 0; // 0 none, 1 close, 2 keep-alive
-  while (line < end) {
-    // Every line ends in CRLF and holds no other CR (the scanner), and a field line has a colon.
-    const char* cr = static_cast<const char*>(std::memchr(line, '\r', end - line + 2));
-    const char* colon = static_cast<const char*>(std::memchr(line, ':', cr - line));
-    std::string_view name(line, colon - line);
+  for (const auto* k = marks; k < marks + scanner_.mark_count(); ++k) {
+    // The scanner's marks: each field line runs from the end of the last one to its CR, and
+    // has its colon where marked.
+    std::string_view name(data + from, k->colon - from);
     // As llhttp reads it: without its leading whitespace. The framing fields are judged on
     // that (trailing whitespace in them is llhttp's to judge); every value is passed on
     // without its trailing whitespace as well.
-    std::string_view raw = trim_ows_front({colon + 1, static_cast<size_t>(cr - colon - 1)});
+    std::string_view raw = trim_ows_front({data + k->colon + 1, k->cr - k->colon - 1});
     std::string_view value = trim_ows_back(raw);
-    line = cr + 2;
+    from = k->cr + 2;
     if (has_upper(name)) {
       char* lowered = arena_.allocate(name.size());
       for (size_t i = 0; i < name.size(); ++i)

@@ -72,6 +72,11 @@ const unsigned char* skip_target(const unsigned char* p, const unsigned char* en
   return p;
 }
 
+// One head's marks at a time per thread: a scan() and the fast path that reads its marks run
+// in one call of a parser's feed, and a connection's buffer is not a place for 512 bytes that
+// are idle between heads.
+thread_local Http1StrictScanner::Mark tls_marks[Http1StrictScanner::kMaxMarks];
+
 int hex_value(unsigned char c) {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -112,12 +117,21 @@ size_t Http1StrictScanner::fail(ParseError e, const char* reason) {
   return 0;
 }
 
+const Http1StrictScanner::Mark* Http1StrictScanner::marks() const {
+  return marking_ && state_ == State::DONE ? tls_marks : nullptr;
+}
+
 size_t Http1StrictScanner::scan(const char* data, size_t len) {
   const auto* p = reinterpret_cast<const unsigned char*>(data);
+  const auto* const base = p;
   const auto* const end = p + len;
   const unsigned char* counted_from = p;
   if (!scanning())
     return 0;
+  // Marks are taken for a head that this call scans from its first byte.
+  marking_ = bytes_ == 0 && !trailers_ &&
+             (state_ == State::LEADING || (state_ == State::VERSION && version_pos_ == 0));
+  marks_ = 0;
   while (p < end && state_ != State::DONE) {
     switch (state_) {
     case State::IDLE:
@@ -291,6 +305,12 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
         return fail(ParseError::BAD_REQUEST, *p == ' ' || *p == '\t'
                                                  ? "whitespace between field name and colon"
                                                  : "bad header field name");
+      if (marking_) {
+        if (marks_ < kMaxMarks)
+          tls_marks[marks_].colon = static_cast<uint32_t>(p - base);
+        else
+          marking_ = false;
+      }
       ++p;
       state_ = State::FIELD_VALUE;
       [[fallthrough]];
@@ -302,6 +322,8 @@ size_t Http1StrictScanner::scan(const char* data, size_t len) {
         return fail(ParseError::BAD_REQUEST,
                     *p == '\n' ? head_reason("bare LF in request head", "bare LF in response head")
                                : "control character in field value");
+      if (marking_)
+        tls_marks[marks_++].cr = static_cast<uint32_t>(p - base);
       ++p;
       take_lf(p, end);
       break;

@@ -61,6 +61,18 @@ public:
   // Bytes of the head, or of the trailer section, scanned so far.
   size_t section_bytes() const { return bytes_; }
 
+  // Where each field line of a head lies, as offsets from the data of the scan() call: its
+  // colon and its CR. The fast paths split a head with them rather than search it again.
+  struct Mark {
+    uint32_t colon, cr;
+  };
+  static constexpr size_t kMaxMarks = 64;
+  // The marks of the head just scanned, in order, when one scan() call scanned it whole (from
+  // its first byte to the end of its empty line) and it has at most kMaxMarks field lines; null
+  // otherwise. Valid until the next scan() on this thread.
+  const Mark* marks() const;
+  size_t mark_count() const { return marks_; }
+
 private:
   enum class State : uint8_t {
     IDLE,          // no section started (or stopped): scan() must not be called
@@ -111,6 +123,8 @@ private:
   bool counting_ = false;   // in a section bounded by max_ (head, trailers)
   bool trailers_ = false;   // the field lines are trailers
   uint8_t version_pos_ = 0; // bytes of the version, then digits of the status code, seen
+  uint8_t marks_ = 0;       // field lines marked in this head
+  bool marking_ = false;    // this scan() call began the head, and no line went unmarked
   char major_ = 0;
   size_t max_ = 0;
   size_t bytes_ = 0;

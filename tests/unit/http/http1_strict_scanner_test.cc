@@ -182,5 +182,54 @@ TEST(Http1StrictScanner, EveryByteOfATargetANameOrAValueIsJudgedWhereverItIs) {
   }
 }
 
+// The fast paths split a head at the scanner's marks: each field line's colon and CR, for a head
+// scanned whole by one call, and none for any other.
+TEST(Http1StrictScanner, MarksEachFieldLineOfAHeadScannedWhole) {
+  const std::string head = "\r\nGET / HTTP/1.1\r\nHost: a\r\nX-Y:\t v : w\r\nEmpty:\r\n\r\nNEXT";
+  Http1StrictScanner s;
+  s.start_head(kMax);
+  EXPECT_EQ(s.scan(head.data(), head.size()), head.size() - 4);
+  ASSERT_NE(s.marks(), nullptr);
+  ASSERT_EQ(s.mark_count(), 3u);
+  size_t from = head.find("Host");
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& m = s.marks()[i];
+    EXPECT_EQ(m.colon, head.find(':', from)) << i;
+    EXPECT_EQ(m.cr, head.find('\r', from)) << i;
+    from = m.cr + 2;
+  }
+
+  // In two calls: no marks.
+  s.start_head(kMax);
+  s.scan(head.data(), 20);
+  EXPECT_EQ(s.marks(), nullptr); // not done yet
+  s.scan(head.data() + 20, head.size() - 20);
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.marks(), nullptr);
+
+  // More field lines than there are marks: none.
+  std::string many = "HTTP/1.1 200 OK\r\n";
+  for (size_t i = 0; i <= Http1StrictScanner::kMaxMarks; ++i)
+    many += "F: " + std::to_string(i) + "\r\n";
+  many += "\r\n";
+  Http1StrictScanner r(Http1StrictScanner::Kind::RESPONSE);
+  r.start_head(kMax);
+  r.scan(many.data(), many.size());
+  EXPECT_TRUE(r.done());
+  EXPECT_EQ(r.marks(), nullptr);
+  many.erase(many.find("F: 64\r\n"), 7); // exactly kMaxMarks
+  r.start_head(kMax);
+  r.scan(many.data(), many.size());
+  ASSERT_NE(r.marks(), nullptr);
+  EXPECT_EQ(r.mark_count(), Http1StrictScanner::kMaxMarks);
+
+  // A trailer section is no head: no marks.
+  const std::string body = "0\r\nT: 1\r\n\r\n";
+  s.start_chunked(kMax);
+  s.scan(body.data(), body.size());
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.marks(), nullptr);
+}
+
 } // namespace
 } // namespace portico::http
