@@ -72,6 +72,9 @@ public:
   // call (the fewest the list held in between: what a burst left), keeping the ones a steady
   // load cycles through; returns the bytes. Called on a timer of the owning thread's loop.
   size_t trim();
+  // Large objects freed to malloc by others (OpenSSL's record buffers), so that the trimmer
+  // counts them too.
+  void note_large_freed(size_t n) { large_freed_ += n; }
   // Bytes of large objects freed to malloc since the last call.
   size_t take_large_freed() {
     size_t n = large_freed_;

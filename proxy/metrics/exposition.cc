@@ -321,8 +321,10 @@ void append_server_metrics(std::vector<MetricFamily>& out,
   out.push_back(std::move(acc));
 
   uint64_t streams_opened = 0, streams_closed = 0, hs_ok = 0, hs_failed = 0;
-  uint64_t dormant_entered = 0, dormant_left = 0;
+  uint64_t dormant_entered = 0, dormant_left = 0, tls_rested = 0, tls_woke = 0;
   for (const auto* s : servers) {
+    tls_rested += s->tls_rested.get();
+    tls_woke += s->tls_woke.get();
     streams_opened += s->h2_streams_opened.get();
     streams_closed += s->h2_streams_closed.get();
     dormant_entered += s->h2_dormant_entered.get();
@@ -440,6 +442,13 @@ void append_server_metrics(std::vector<MetricFamily>& out,
   dormant.metric.push_back(value_metric(
       static_cast<double>(dormant_entered - std::min(dormant_entered, dormant_left)), false));
   out.push_back(std::move(dormant));
+  auto resting = family("portico_tls_resting_connections",
+                        "TLS client connections quiet for a second or more whose record buffers "
+                        "are given back until the next byte.",
+                        MetricType::Gauge);
+  resting.metric.push_back(
+      value_metric(static_cast<double>(tls_rested - std::min(tls_rested, tls_woke)), false));
+  out.push_back(std::move(resting));
   auto tls = family("portico_tls_handshakes_total", "TLS handshakes with clients, by result.",
                     MetricType::Counter);
   for (auto [result, v] : {std::pair{"ok", hs_ok}, std::pair{"failed", hs_failed}}) {

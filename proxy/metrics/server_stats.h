@@ -52,6 +52,9 @@ struct ServerStats {
   // woke (or closed) since: the difference is how many sleep now.
   core::Counter h2_dormant_entered, h2_dormant_left;
   core::Counter tls_handshakes, tls_handshake_failures;
+  // TLS client connections that gave their record buffers back while quiet, and those that
+  // took them again (or closed) since: the difference is how many rest now.
+  core::Counter tls_rested, tls_woke;
   core::Counter timeouts[static_cast<size_t>(ClientTimeout::COUNT)];
   core::Counter h2_goaways[std::size(kGoawayReasons)];
   core::Counter rejected[static_cast<size_t>(ClientRejection::COUNT)];

@@ -1,6 +1,7 @@
 #include "server/client_connection.h"
 
 #include "core/error_log.h"
+#include "core/small_allocator.h"
 #include "server/http1_server_session.h"
 #include "server/http2_server_session.h"
 #include "server/plain_http_reply.h"
@@ -88,7 +89,7 @@ void ClientConnection::rearm_timer() {
   bool open = close_state_ == CloseState::OPEN;
   // A closing connection has no request deadline left, only its output to deliver.
   for (ev_tstamp t : {open ? request_deadline() : 0, send_deadline(),
-                      open && session_ ? session_->sleep_due() : 0})
+                      open && session_ ? session_->sleep_due() : 0, open ? tls_rest_due() : 0})
     if (t > 0 && t < next)
       next = t;
   timer_.repeat = std::max(kSlack, next - now);
@@ -188,6 +189,10 @@ void ClientConnection::close_now() {
   if (close_state_ == CloseState::CLOSED)
     return;
   set_close_state(CloseState::CLOSED);
+  if (tls_resting_) {
+    tls_resting_ = false;
+    ctx_.stats().tls_woke.inc(); // closed in its rest
+  }
   if (tls_)
     tls_->shutdown();
   close_socket();
@@ -244,6 +249,7 @@ ssize_t ClientConnection::read_some(char* buf, size_t len) {
   if (!tls_)
     return ::recv(fd_, buf, len, 0); // as SocketConnection::read_once: not read()
   size_t n = 0;
+  tls_used();
   switch (tls_->read(buf, len, &n)) {
   case tls::TlsSession::Io::OK: return static_cast<ssize_t>(n);
   case tls::TlsSession::Io::CLOSED: return 0;
@@ -443,6 +449,7 @@ void ClientConnection::flush() {
   bool had_file = file_fd_ >= 0;
   if (tls_) {
     if (!output_.empty()) {
+      tls_used();
       auto st = tls_->write(output_);
       if (st == tls::TlsSession::Io::ERROR || st == tls::TlsSession::Io::CLOSED) {
         close_now();
@@ -545,8 +552,35 @@ void ClientConnection::on_timer() {
   if (close_state_ == CloseState::OPEN && session_)
     if (ev_tstamp t = session_->sleep_due(); t > 0 && now + kSlack >= t)
       session_->on_sleep_due();
+  if (close_state_ == CloseState::OPEN)
+    if (ev_tstamp t = tls_rest_due(); t > 0 && now + kSlack >= t)
+      rest_tls(now);
   if (close_state_ == CloseState::OPEN || closing_after_flush())
     rearm_timer();
+}
+
+void ClientConnection::wake_tls() {
+  tls_busy_ = true;
+  if (tls_resting_) {
+    tls_resting_ = false;
+    ctx_.stats().tls_woke.inc();
+  }
+  check_within(kTlsRestAfter);
+}
+
+void ClientConnection::rest_tls(ev_tstamp now) {
+  // Not while output waits (its records are in the write buffer); and OpenSSL keeps them while
+  // they hold bytes (a record read ahead, or one not yet sent): try again a period later.
+  if (output_pending() > 0 || !tls_->release_buffers()) {
+    tls_used_at_ = now;
+    return;
+  }
+  tls_busy_ = false;
+  tls_resting_ = true;
+  ctx_.stats().tls_rested.inc();
+  // A read and a write buffer of a full record each (OpenSSL does not say their size): what a
+  // burst of connections leaves is then returned to the kernel by the next trim.
+  core::SmallAllocator::local().note_large_freed(2 * 17 * 1024);
 }
 
 void ClientConnection::run_deferred() {

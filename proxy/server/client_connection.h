@@ -155,6 +155,17 @@ private:
   void uncount_session();
   // One read from the socket, through TLS when there is TLS: >0 bytes, 0 EOF, -1 with errno.
   ssize_t read_some(char* buf, size_t len);
+  // TLS record buffers: in use from a read or write on, given back after kTlsRestAfter without
+  // one (rest_tls, from the timer). Memory of a quiet connection, at no cost per record.
+  void tls_used() {
+    tls_used_at_ = ev_now(loop());
+    if (!tls_busy_)
+      wake_tls();
+  }
+  static constexpr ev_tstamp kTlsRestAfter = 1;
+  void wake_tls();
+  void rest_tls(ev_tstamp now);
+  ev_tstamp tls_rest_due() const { return tls_busy_ ? tls_used_at_ + kTlsRestAfter : 0; }
   // Drives the TLS handshake; picks the session by ALPN when it completes. False: not done.
   bool handshake();
   void answer_plain_http(); // HTTP/1 where a TLS handshake belonged: 400, then close
@@ -169,6 +180,7 @@ private:
   uint16_t listener_;
   int8_t protocol_ = -1; // counted in the stats as this protocol; -1 not yet
   ev_tstamp last_activity_ = 0;
+  ev_tstamp tls_used_at_ = 0;        // the last TLS read or write
   ev_tstamp first_byte_ = 0;         // before a session exists: when its first byte came
   ev_tstamp send_waiting_since_ = 0; // output waiting, and no byte of it taken since
   int send_queued_at_wait_ = -1;     // ...and what the socket held unsent then (SIOCOUTQ)
@@ -199,6 +211,8 @@ private:
   bool input_pending_ = false;
   bool eof_ = false;
   bool close_soon_ = false;
+  bool tls_busy_ = false;    // the record buffers may be held (tls_used since the last rest)
+  bool tls_resting_ = false; // counted in the stats as resting
   friend class ServerContext;
 };
 

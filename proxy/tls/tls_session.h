@@ -40,6 +40,9 @@ public:
   // ahead) records read and not yet processed.
   bool pending() const { return SSL_has_pending(ssl_) == 1; }
   void shutdown();
+  // Gives the record buffers back (OpenSSL makes them again for the next record); false, and
+  // nothing freed, while they hold bytes not yet read or sent.
+  bool release_buffers() { return established_ && SSL_free_buffers(ssl_) == 1; }
   bool resumed() const { return SSL_session_reused(ssl_) != 0; }
   // The session to resume on the next connection (a reference the caller frees), or null.
   SSL_SESSION* resumable_session() const;

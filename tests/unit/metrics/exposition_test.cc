@@ -304,6 +304,8 @@ TEST_F(ExpositionTest, ServerSide) {
   sb_.h2_streams_closed.inc(3);
   sa_.h2_dormant_entered.inc(5);
   sb_.h2_dormant_left.inc(2);
+  sa_.tls_rested.inc(6);
+  sb_.tls_woke.inc(4);
   sa_.tls_handshakes.inc(4);
   sb_.tls_handshake_failures.inc(1);
   sa_.h2_goaways[3].inc(); // enhance_your_calm
@@ -331,6 +333,7 @@ TEST_F(ExpositionTest, ServerSide) {
   for (const std::string& line : {
            std::string("portico_h2_streams_active 4"),
            std::string("portico_h2_dormant_connections 3"),
+           std::string("portico_tls_resting_connections 2"),
            std::string("portico_tls_handshakes_total{result=\"ok\"} 4"),
            std::string("portico_tls_handshakes_total{result=\"failed\"} 1"),
            std::string("portico_h2_goaways_sent_total{reason=\"enhance_your_calm\"} 1"),
