@@ -398,13 +398,16 @@ class BenchSmokeTest(unittest.TestCase):
             self.assertTrue(got.startswith(b"HTTP/1.1 200 OK\r\n"), got)
             self.assertTrue(got.endswith(b"\r\n\r\nxxx"), got)
 
-    def recording_origin(self, path):
-        """An HTTP/1.1 origin on the unix socket path that answers 200 to every request and
-        records each one's field names (lower case): the list it returns."""
+    def recording_server(self, make_server):
+        """Starts make_server(handler), an origin that answers 200 to every request, HTTP/1.1
+        or h2c with prior knowledge (as gRPC's upstreams speak), and records each one's field
+        names (lower case, no pseudo-headers): the server and that list."""
         heads = []
 
         class Recorder(socketserver.StreamRequestHandler):
             def handle(self):
+                if self.rfile.peek(1)[:1] == b"P":  # the h2 preface
+                    return self.handle_h2()
                 while self.rfile.readline():
                     names = []
                     while (line := self.rfile.readline()) not in (b"\r\n", b""):
@@ -412,12 +415,40 @@ class BenchSmokeTest(unittest.TestCase):
                     heads.append(names)
                     self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
 
-        origin = socketserver.ThreadingUnixStreamServer(path, Recorder)
+            def handle_h2(self):
+                import h2.config
+                import h2.connection
+                import h2.events
+                conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+                conn.initiate_connection()
+                self.wfile.write(conn.data_to_send())
+                while data := self.rfile.read1(65536):
+                    for event in conn.receive_data(data):
+                        if isinstance(event, h2.events.RequestReceived):
+                            heads.append([n.decode().lower() for n, _ in event.headers
+                                          if not n.startswith(b":")])
+                        if isinstance(event, h2.events.StreamEnded):
+                            conn.send_headers(event.stream_id, [(":status", "200")])
+                            conn.send_data(event.stream_id, b"hello", end_stream=True)
+                    self.wfile.write(conn.data_to_send())
+
+        origin = make_server(Recorder)
         origin.daemon_threads = True
         self.addCleanup(origin.server_close)
         threading.Thread(target=origin.serve_forever, daemon=True).start()
         self.addCleanup(origin.shutdown)
-        return heads
+        return origin, heads
+
+    def recording_origin(self, path):
+        """The recording origin (recording_server) on the unix socket path: its list."""
+        return self.recording_server(
+            lambda handler: socketserver.ThreadingUnixStreamServer(path, handler))[1]
+
+    def recording_tcp_origin(self):
+        """The recording origin (recording_server) on a loopback TCP port: the port, the list."""
+        origin, heads = self.recording_server(
+            lambda handler: socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler))
+        return origin.server_address[1], heads
 
     def load_bench_tool(self, path):
         """A bench tool (a script without .py) as a module."""
@@ -460,46 +491,6 @@ class BenchSmokeTest(unittest.TestCase):
         """bench/compression's Portico config, compared with nginx's, which adds none."""
         compression = self.load_bench_tool(BENCH_COMPRESSION)
         self.assert_portico_adds_no_field(compression.portico_config)
-
-    def recording_tcp_origin(self):
-        """Like recording_origin, on a loopback TCP port (its number is returned with the
-        list), and speaking h2c as well (prior knowledge, as gRPC's upstreams do)."""
-        import h2.config
-        import h2.connection
-        import h2.events
-        heads = []
-
-        class Recorder(socketserver.StreamRequestHandler):
-            def handle(self):
-                if self.rfile.peek(1)[:1] == b"P":  # the h2 preface
-                    return self.handle_h2()
-                while self.rfile.readline():
-                    names = []
-                    while (line := self.rfile.readline()) not in (b"\r\n", b""):
-                        names.append(line.split(b":")[0].decode().lower())
-                    heads.append(names)
-                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-
-            def handle_h2(self):
-                conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
-                conn.initiate_connection()
-                self.wfile.write(conn.data_to_send())
-                while data := self.rfile.read1(65536):
-                    for event in conn.receive_data(data):
-                        if isinstance(event, h2.events.RequestReceived):
-                            heads.append([n.decode().lower() for n, _ in event.headers
-                                          if not n.startswith(b":")])
-                        if isinstance(event, h2.events.StreamEnded):
-                            conn.send_headers(event.stream_id, [(":status", "200")])
-                            conn.send_data(event.stream_id, b"hello", end_stream=True)
-                    self.wfile.write(conn.data_to_send())
-
-        origin = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Recorder)
-        origin.daemon_threads = True
-        self.addCleanup(origin.server_close)
-        threading.Thread(target=origin.serve_forever, daemon=True).start()
-        self.addCleanup(origin.shutdown)
-        return origin.server_address[1], heads
 
     def test_the_ws_grpc_proxies_add_no_field_either(self):
         """bench/ws_grpc.py writes its own configs: on each workload (a plain request on the
