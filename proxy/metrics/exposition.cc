@@ -40,6 +40,13 @@ ClientMetric histogram_metric(std::vector<ClientMetric::Label> labels,
   return metrics::histogram_metric(std::move(labels), parts.front()->bounds(), buckets, sum);
 }
 
+// A gauge kept as two counters (opened, closed): what is open now. A scrape reads them one
+// after the other while the workers count on, so it may see more closed than opened: never
+// below 0.
+double open_now(uint64_t opened, uint64_t closed) {
+  return static_cast<double>(opened - std::min(opened, closed));
+}
+
 ClientMetric value_metric(double v, bool counter) {
   ClientMetric m;
   if (counter)
@@ -307,7 +314,7 @@ void append_server_metrics(std::vector<MetricFamily>& out,
       }
       ClientMetric m;
       m.label = {{"protocol", p ? "h2" : "h1"}, {"tls", t ? "true" : "false"}};
-      m.gauge.value = static_cast<double>(opened - std::min(opened, closed));
+      m.gauge.value = open_now(opened, closed);
       conns.metric.push_back(std::move(m));
     }
   out.push_back(std::move(conns));
@@ -432,22 +439,19 @@ void append_server_metrics(std::vector<MetricFamily>& out,
 
   auto streams =
       family("portico_h2_streams_active", "HTTP/2 client streams open.", MetricType::Gauge);
-  streams.metric.push_back(value_metric(
-      static_cast<double>(streams_opened - std::min(streams_opened, streams_closed)), false));
+  streams.metric.push_back(value_metric(open_now(streams_opened, streams_closed), false));
   out.push_back(std::move(streams));
   auto dormant = family("portico_h2_dormant_connections",
                         "HTTP/2 client connections without a stream yet whose session is put "
                         "away until the client speaks again.",
                         MetricType::Gauge);
-  dormant.metric.push_back(value_metric(
-      static_cast<double>(dormant_entered - std::min(dormant_entered, dormant_left)), false));
+  dormant.metric.push_back(value_metric(open_now(dormant_entered, dormant_left), false));
   out.push_back(std::move(dormant));
   auto resting = family("portico_tls_resting_connections",
                         "TLS client connections quiet for a second or more whose record buffers "
                         "are given back until the next byte.",
                         MetricType::Gauge);
-  resting.metric.push_back(
-      value_metric(static_cast<double>(tls_rested - std::min(tls_rested, tls_woke)), false));
+  resting.metric.push_back(value_metric(open_now(tls_rested, tls_woke), false));
   out.push_back(std::move(resting));
   auto tls = family("portico_tls_handshakes_total", "TLS handshakes with clients, by result.",
                     MetricType::Counter);
