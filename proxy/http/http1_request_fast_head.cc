@@ -85,7 +85,6 @@ long Http1RequestParser::fast_head(const char* data, size_t head_len) {
   f.minor = static_cast<uint8_t>(version[7] - '0');
   f.method = llhttp_method_name(m->id);
   f.keep_alive = f.minor == 1 ? connection != 1 : connection == 2;
-  head_.method = f.method;
   head_bytes_ = scanner_.section_bytes();
   if (check_head(f) != 0)
     return static_cast<long>(head_len);
