@@ -290,6 +290,10 @@ def proxy_servers(opts, include_nometrics=True):
         out.append(proxies.PorticoProxy(
             binary, opts.workers, base="portico-polled", poll_admin=True,
             only_workloads=("h1-hello", "h2c-hello-m10")))
+    baseline = getattr(opts, "baseline_build_dir", None)
+    if baseline:
+        out.append(proxies.PorticoProxy(os.path.join(baseline, "proxy", "portico"),
+                                        opts.workers, base="portico-baseline"))
     out += [proxies.NginxProxy(opts.workers), proxies.HAProxy(opts.workers),
             proxies.H2o(opts.workers), proxies.Nghttpx(opts.workers),
             proxies.PorticoProxy(binary, opts.workers, upstream="h2c"),

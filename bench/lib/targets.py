@@ -182,7 +182,9 @@ def _idle_lines(suite, measurements, subjects):
 
 VARIANTS = {"portico-nometrics": ("metrics on → off", "metrics on vs off"),
             "portico-polled": ("admin not polled → /metrics and /stats.json polled every "
-                               "second", "admin polled")}
+                               "second", "admin polled"),
+            "portico-baseline": ("this build → the baseline build (--baseline-build-dir)",
+                                 "baseline build")}
 
 
 def _metrics_lines(suite, measurements):
