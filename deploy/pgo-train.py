@@ -14,33 +14,30 @@ import argparse
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-# (h2load arguments, path, what it trains): plain port unless "tls" is in the arguments.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from lib.servers import endpoint_open, free_port, make_certificate  # noqa: E402
+
+# (h2load arguments, path, what it trains, kind): kind "tls" goes to the TLS port, "post"
+# sends the 4 KiB body, "few" sends a tenth of the requests; every other to the plain port.
 WORKLOADS = [
-    (["--h1", "-c", "50"], "/", "HTTP/1.1 keep-alive to an HTTP/1.1 origin"),
-    (["-c", "50", "-m", "10"], "/", "h2c, 10 streams a connection, HTTP/1.1 origin"),
-    (["-c", "10", "-m", "100"], "/", "h2c, 100 streams a connection, HTTP/1.1 origin"),
-    (["--h1", "-c", "50"], "/h2c/hello", "HTTP/1.1 to an h2c origin"),
-    (["-c", "50", "-m", "10"], "/h2c/hello", "h2c to an h2c origin"),
-    (["--h1", "-c", "50", "tls"], "/", "HTTP/1.1 over TLS"),
-    (["-c", "50", "-m", "10", "tls"], "/", "h2 over TLS (ALPN)"),
-    (["--h1", "-c", "20", "post"], "/echo", "HTTP/1.1 POST of 4 KiB, echoed"),
-    (["-c", "20", "-m", "10", "post"], "/echo", "h2c POST of 4 KiB, echoed"),
-    (["--h1", "-c", "20", "few"], "/static/64k.bin", "HTTP/1.1, 64 KiB file"),
-    (["-c", "20", "-m", "10", "few"], "/static/64k.bin", "h2c, 64 KiB file"),
+    (["--h1", "-c", "50"], "/", "HTTP/1.1 keep-alive to an HTTP/1.1 origin", ""),
+    (["-c", "50", "-m", "10"], "/", "h2c, 10 streams a connection, HTTP/1.1 origin", ""),
+    (["-c", "10", "-m", "100"], "/", "h2c, 100 streams a connection, HTTP/1.1 origin", ""),
+    (["--h1", "-c", "50"], "/h2c/hello", "HTTP/1.1 to an h2c origin", ""),
+    (["-c", "50", "-m", "10"], "/h2c/hello", "h2c to an h2c origin", ""),
+    (["--h1", "-c", "50"], "/", "HTTP/1.1 over TLS", "tls"),
+    (["-c", "50", "-m", "10"], "/", "h2 over TLS (ALPN)", "tls"),
+    (["--h1", "-c", "20"], "/echo", "HTTP/1.1 POST of 4 KiB, echoed", "post"),
+    (["-c", "20", "-m", "10"], "/echo", "h2c POST of 4 KiB, echoed", "post"),
+    (["--h1", "-c", "20"], "/static/64k.bin", "HTTP/1.1, 64 KiB file", "few"),
+    (["-c", "20", "-m", "10"], "/static/64k.bin", "h2c, 64 KiB file", "few"),
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what, ready, proc, timeout=30):
@@ -53,18 +50,6 @@ def wait_for(what, ready, proc, timeout=30):
         time.sleep(0.05)
 
 
-def connectable(port=None, path=None):
-    try:
-        if path:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(path)
-        else:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
 CONFIG = """\
 [server]
 workers = 2
@@ -74,7 +59,7 @@ address = "127.0.0.1:{port}"
 
 [[listener]]
 address = "127.0.0.1:{tls_port}"
-tls = {{ certificate = "{dir}/cert.pem", private_key = "{dir}/key.pem" }}
+tls = {{ certificate = "{cert}", private_key = "{key}" }}
 
 [admin]
 address = "127.0.0.1:{admin_port}"
@@ -99,12 +84,11 @@ cluster = "h1"
 """
 
 
-def run_h2load(args, path, requests, ports, body):
-    extra = [a for a in args if a not in ("tls", "post", "few")]
-    n = requests // 10 if "few" in args else requests
-    scheme, port = ("https", ports["tls"]) if "tls" in args else ("http", ports["plain"])
-    cmd = ["h2load", "-t", "1", "-n", str(n)] + extra
-    if "post" in args:
+def run_h2load(args, path, kind, requests, ports, body):
+    n = requests // 10 if kind == "few" else requests
+    scheme, port = ("https", ports["tls"]) if kind == "tls" else ("http", ports["plain"])
+    cmd = ["h2load", "-t", "1", "-n", str(n)] + args
+    if kind == "post":
         cmd += ["-d", body]
     cmd.append(f"{scheme}://127.0.0.1:{port}{path}")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -121,7 +105,7 @@ def main():
     ap.add_argument("--requests", type=int, default=40000, help="per workload (a tenth for "
                     "the 64 KiB file)")
     ap.add_argument("--ports", help="PLAIN,TLS,ADMIN: the ports portico listens on "
-                    "(default: free ones the kernel picks)")
+                    "(default: free ones, picked as bench/run picks them)")
     opts = ap.parse_args()
     portico = os.path.join(opts.build_dir, "proxy", "portico")
     backend = os.path.join(opts.build_dir, "backend", "portico-backend")
@@ -129,10 +113,7 @@ def main():
         if not os.access(b, os.X_OK):
             sys.exit(f"pgo-train: {b} is not built")
     with tempfile.TemporaryDirectory(prefix="portico-pgo-") as d:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-keyout",
-                        f"{d}/key.pem", "-out", f"{d}/cert.pem", "-subj", "/CN=localhost"],
-                       check=True, capture_output=True)
+        tls = make_certificate(d)
         os.makedirs(f"{d}/www/static")
         with open(f"{d}/www/static/64k.bin", "wb") as f:
             f.write(b"p" * 65536)
@@ -144,20 +125,21 @@ def main():
         ports = dict(zip(("plain", "tls", "admin"), picked))
         with open(f"{d}/portico.toml", "w") as f:
             f.write(CONFIG.format(port=ports["plain"], tls_port=ports["tls"],
-                                  admin_port=ports["admin"], dir=d))
+                                  admin_port=ports["admin"], dir=d, cert=tls.cert,
+                                  key=tls.key))
         log = open(f"{d}/log", "w")
         app = subprocess.Popen([backend, "--workers", "1", "--listen", f"unix:{d}/app.sock",
                                 "--document-root", f"{d}/www"], stdout=log, stderr=log)
         proxy = None
         try:
-            wait_for("portico-backend", lambda: connectable(path=f"{d}/app.sock"), app)
+            wait_for("portico-backend", lambda: endpoint_open(f"{d}/app.sock"), app)
             proxy = subprocess.Popen([portico, "-c", f"{d}/portico.toml"], stdout=log,
                                      stderr=log)
-            wait_for("portico", lambda: all(connectable(p) for p in ports.values()), proxy)
+            wait_for("portico", lambda: all(endpoint_open(p) for p in ports.values()), proxy)
             total = 0
-            for args, path, what in WORKLOADS:
+            for args, path, what, kind in WORKLOADS:
                 started = time.monotonic()
-                n = run_h2load(args, path, opts.requests, ports, body)
+                n = run_h2load(args, path, kind, opts.requests, ports, body)
                 total += n
                 print(f"pgo-train: {n} requests, {what} ({time.monotonic() - started:.1f} s)",
                       flush=True)
