@@ -56,10 +56,10 @@ struct Outcome {
   int status() const { return parse_error_status(error); }
 };
 
-// Feeds input in pieces of at most `step` bytes, resuming after every request, the way a
-// session does once it has answered.
-inline Outcome parse(std::string_view input, const ParserLimits& limits = {},
-                     size_t step = SIZE_MAX) {
+// Feeds input in pieces of next_piece(bytes left) bytes, resuming after every request, the
+// way a session does once it has answered.
+template <typename NextPiece>
+Outcome feed_pieces(std::string_view input, const ParserLimits& limits, NextPiece next_piece) {
   Recorder sink;
   RequestHead head;
   InlineArena<> arena;
@@ -69,7 +69,7 @@ inline Outcome parse(std::string_view input, const ParserLimits& limits = {},
   while (used < input.size() && !parser.failed()) {
     if (parser.paused())
       parser.resume();
-    size_t n = std::min(step, input.size() - used);
+    size_t n = next_piece(input.size() - used);
     size_t k = parser.feed(input.data() + used, n);
     EXPECT_LE(k, n);
     used += k;
@@ -81,23 +81,18 @@ inline Outcome parse(std::string_view input, const ParserLimits& limits = {},
   return {std::move(sink.requests), parser.error(), parser.error_reason()};
 }
 
+// Pieces of at most `step` bytes.
+inline Outcome parse(std::string_view input, const ParserLimits& limits = {},
+                     size_t step = SIZE_MAX) {
+  return feed_pieces(input, limits, [step](size_t left) { return std::min(step, left); });
+}
+
 // Splits at pseudo-random points (fixed seed): finds state kept wrongly across feeds.
 inline Outcome parse_random_splits(std::string_view input, unsigned seed,
                                    const ParserLimits& limits = {}) {
   std::mt19937 rng(seed);
-  Recorder sink;
-  RequestHead head;
-  InlineArena<> arena;
-  Http1RequestParser parser(sink, head, arena, limits);
-  sink.parser = &parser;
-  size_t used = 0;
-  while (used < input.size() && !parser.failed()) {
-    if (parser.paused())
-      parser.resume();
-    size_t n = std::min<size_t>(1 + rng() % 17, input.size() - used);
-    used += parser.feed(input.data() + used, n);
-  }
-  return {std::move(sink.requests), parser.error(), parser.error_reason()};
+  return feed_pieces(input, limits,
+                     [&rng](size_t left) { return std::min<size_t>(1 + rng() % 17, left); });
 }
 
 inline const std::string kGet = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
